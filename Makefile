@@ -1,0 +1,75 @@
+# musicd build, test and demo entry points.
+#   make        build build/musicd
+#   make test   install what is missing, build, run every test (unit, integration, and both under ASan/UBSan)
+#   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
+CC       ?= cc
+PKGS     := libevent libevent_pthreads libmongoc-1.0
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) $(PKG_CFLAGS) -Iserver
+CFLAGS   ?= -O2 -g
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+VERSION  := $(shell cat VERSION)
+
+SERVER_SRCS := $(wildcard server/*.c)
+# Everything but main.c: the library that unit tests link against.
+LIB_SRCS := $(filter-out server/main.c,$(SERVER_SRCS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+
+OBJ      := build/obj
+ASAN_OBJ := build/asan/obj
+
+all: build/musicd
+
+build/musicd: $(SERVER_SRCS:server/%.c=$(OBJ)/%.o)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
+
+$(OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(OBJ)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+
+asan: build/asan/musicd
+
+build/asan/musicd: $(SERVER_SRCS:server/%.c=$(ASAN_OBJ)/%.o)
+	$(CC) $(SAN_FLAGS) -pthread -o $@ $^ $(PKG_LIBS)
+
+$(ASAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(ASAN_OBJ)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+
+# Unit tests: each tests/unit/test_X.c links the sanitized server objects (all but main).
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)
+unit-build: $(UNIT_BINS)
+
+build/tests/%: tests/unit/%.c $(LIB_SRCS:server/%.c=$(ASAN_OBJ)/%.o) | build/tests
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
+
+$(OBJ) $(ASAN_OBJ) build/tests:
+	mkdir -p $@
+
+deps:
+	@scripts/install-deps
+
+ferretdb:
+	@scripts/ferretdb build
+
+unit: unit-build
+	@scripts/run-unit-tests $(UNIT_BINS)
+
+test: deps
+	@$(MAKE) --no-print-directory -s all asan unit-build
+	@scripts/ferretdb build
+	@scripts/run-tests
+
+demo: deps
+	@$(MAKE) --no-print-directory -s all
+	@scripts/ferretdb build
+	@scripts/demo
+
+bench: deps
+	@$(MAKE) --no-print-directory -s all
+	@scripts/bench
+
+clean:
+	rm -rf build
+
+.PHONY: all asan unit-build unit deps ferretdb test demo bench clean
