@@ -1,0 +1,241 @@
+"""Running build/musicd (or $MUSICD_BIN) as a child process for a test.
+
+Musicd is one running server: its stdout, stderr and access log go to files in the test's
+directory; start() waits until its port accepts TCP connections. MusicdFactory starts them with
+the test's database and media root and, at teardown, stops every one with SIGTERM, requires exit
+status 0 and, for a sanitized build (MUSICD_SANITIZED=1), a stderr free of sanitizer reports.
+"""
+
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+from support import (REPO, SANITIZED, SANITIZER_ENV, free_port, port_accepts, read_text,
+                     sanitizer_errors, scaled, wait_until)
+
+MUSICD_BIN = pathlib.Path(os.environ.get("MUSICD_BIN", REPO / "build" / "musicd"))
+START_TIMEOUT = 10.0   # until the port accepts connections (scaled for sanitized builds)
+STOP_TIMEOUT = 15.0    # from SIGTERM to exit (scaled)
+RUN_TIMEOUT = 10.0     # for runs expected to exit by themselves (--help, bad options)
+
+
+def musicd_env(extra=None):
+    """The environment for musicd: ours without MONGODB_URI, plus sanitizer options."""
+    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+    if SANITIZED:
+        env.update(SANITIZER_ENV)
+    env.update(extra or {})
+    return env
+
+
+def require_binary():
+    if not MUSICD_BIN.exists():
+        raise FileNotFoundError(f"{MUSICD_BIN} does not exist: run `make` (or set MUSICD_BIN)")
+    return MUSICD_BIN
+
+
+class Musicd:
+    """One musicd process."""
+
+    def __init__(self, args, workdir, port, env=None, access_log=None):
+        self.args = [str(require_binary())] + [str(a) for a in args]
+        self.workdir = pathlib.Path(workdir)
+        self.port = port
+        self.env = musicd_env(env)
+        self.access_log = pathlib.Path(access_log) if access_log else None
+        self.proc = None
+        n = len(list(self.workdir.glob("musicd-*.stderr")))
+        self.stdout_path = self.workdir / f"musicd-{n}.stdout"
+        self.stderr_path = self.workdir / f"musicd-{n}.stderr"
+        self.returncode = None
+        self.expect_status = 0  # the exit status teardown requires (tests of failures change it)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self, wait=True, timeout=START_TIMEOUT):
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=err, env=self.env, cwd=self.workdir)
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout=START_TIMEOUT):
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"musicd exited with status {self.proc.returncode} before accepting "
+                    f"connections\nargs: {self.args}\nstderr:\n{self.stderr_text()}")
+            return port_accepts(self.port)
+
+        try:
+            wait_until(ready, scaled(timeout), interval=0.02,
+                       message=f"musicd to accept connections on port {self.port}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nstderr:\n{self.stderr_text()}") from None
+
+    def send_signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout=STOP_TIMEOUT):
+        """Wait for exit (bounded, scaled); return the exit status."""
+        self.returncode = self.proc.wait(scaled(timeout))
+        return self.returncode
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        """Signal (SIGTERM) and wait for exit; on timeout kill it and raise."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            raise AssertionError(f"musicd did not exit within {scaled(timeout):.0f}s of "
+                                 f"{signal.Signals(sig).name}\nstderr:\n{self.stderr_text()}")
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- observation ----------------------------------------------------------------------
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def stderr_text(self):
+        return read_text(self.stderr_path)
+
+    def stdout_text(self):
+        return read_text(self.stdout_path)
+
+    def access_log_text(self):
+        return read_text(self.access_log) if self.access_log else ""
+
+    def access_log_lines(self):
+        return [line for line in self.access_log_text().splitlines() if line.strip()]
+
+    def wait_for_access_log(self, count, timeout=5.0):
+        """Wait until the access log holds at least count lines; return them."""
+        return wait_until(lambda: len(self.access_log_lines()) >= count and
+                          self.access_log_lines(), scaled(timeout),
+                          message=f"{count} access log lines")
+
+    def wait_for_stderr(self, text, timeout=5.0):
+        """Wait until stderr contains text; return the matching lines."""
+        def found():
+            lines = [line for line in self.stderr_text().splitlines() if text in line]
+            return lines
+        try:
+            return wait_until(found, scaled(timeout), message=f"{text!r} in musicd's stderr")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nstderr:\n{self.stderr_text()}") from None
+
+    def fd_count(self):
+        """Number of open file descriptors of the process."""
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def fds(self):
+        """{fd: target} of the process's descriptors (for assertion messages)."""
+        result = {}
+        for fd in os.listdir(f"/proc/{self.pid}/fd"):
+            try:
+                result[int(fd)] = os.readlink(f"/proc/{self.pid}/fd/{fd}")
+            except OSError:
+                pass
+        return result
+
+    def sanitizer_report(self):
+        """The sanitizer errors in stderr (empty unless a sanitized build found some)."""
+        return sanitizer_errors(self.stderr_text())
+
+
+class RunResult:
+    def __init__(self, returncode, stdout, stderr, elapsed):
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.elapsed = elapsed
+
+    def __repr__(self):
+        return (f"RunResult(status={self.returncode}, stdout={self.stdout[-2000:]!r}, "
+                f"stderr={self.stderr[-2000:]!r})")
+
+
+class MusicdFactory:
+    """Starts musicd processes for one test and checks them at teardown."""
+
+    def __init__(self, workdir, mongodb_uri, database, media_root):
+        self.workdir = pathlib.Path(workdir)
+        self.mongodb_uri = mongodb_uri
+        self.database = database
+        self.media_root = media_root
+        self.started = []
+
+    def start(self, media_roots=None, database=None, mongodb_uri=None, extra_args=(),
+              env=None, port=None, base_args=True, access_log=None, wait=True):
+        """Start musicd on a free port. With base_args (the default), pass --listen,
+        --mongodb-uri, --database, --media-root (each of media_roots, default the test's
+        library root) and --access-log (a file in the test dir, unless access_log is given,
+        e.g. "off" or "-"); then extra_args. Without base_args only extra_args are passed
+        (give port= to say where it will listen)."""
+        port = port or free_port()
+        args = []
+        log_path = None
+        if base_args:
+            args += ["--listen", f"127.0.0.1:{port}",
+                     "--mongodb-uri", mongodb_uri or self.mongodb_uri,
+                     "--database", database or self.database]
+            for root in media_roots or [self.media_root]:
+                args += ["--media-root", root]
+            if access_log is None:
+                log_path = self.workdir / f"access-{len(self.started)}.log"
+                args += ["--access-log", log_path]
+            else:
+                args += ["--access-log", access_log]
+        args += list(extra_args)
+        m = Musicd(args, self.workdir, port, env=env, access_log=log_path)
+        self.started.append(m)
+        return m.start(wait=wait)
+
+    def run(self, args, env=None, timeout=RUN_TIMEOUT, input=None):
+        """Run musicd with exactly args, expecting it to exit by itself; a sanitized build's
+        reports make the test fail."""
+        cmd = [str(require_binary())] + [str(a) for a in args]
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, input=input, capture_output=True, env=musicd_env(env),
+                           cwd=self.workdir, timeout=scaled(timeout))
+        result = RunResult(p.returncode, p.stdout.decode(errors="replace"),
+                           p.stderr.decode(errors="replace"), time.monotonic() - t0)
+        found = sanitizer_errors(result.stderr)
+        assert not found, f"sanitizer reported {found} for {args}:\n{result.stderr}"
+        return result
+
+    def teardown(self):
+        """Stop what is still running; return a list of problems (empty when all is well)."""
+        problems = []
+        for m in self.started:
+            if m.proc is None:
+                continue
+            try:
+                if m.proc.poll() is None:
+                    m.stop()
+                else:
+                    m.returncode = m.proc.returncode
+            except AssertionError as e:
+                problems.append(str(e))
+                continue
+            expected = m.expect_status
+            if m.returncode != expected:
+                problems.append(f"musicd (pid {m.pid}) exited with status {m.returncode}, "
+                                f"expected {expected}\nstderr:\n{m.stderr_text()[-5000:]}")
+            found = m.sanitizer_report()
+            if found:
+                problems.append(f"sanitizer reported {found} in musicd (pid {m.pid}):\n"
+                                f"{m.stderr_text()[-20000:]}")
+        return problems
