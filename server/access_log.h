@@ -1,0 +1,40 @@
+/*
+ * access_log: one line per request in the combined log format, followed by
+ * the response time in seconds (nginx's $request_time), written with one
+ * write(2) per line so worker threads need no lock.
+ */
+#ifndef MUSICD_ACCESS_LOG_H
+#define MUSICD_ACCESS_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define ACCESS_LOG_LINE_MAX 4096
+
+struct access_entry {
+	const char *client;	/* peer address */
+	time_t time;		/* when the request arrived */
+	const char *method;
+	const char *target;
+	int http_major, http_minor;
+	int status;
+	uint64_t body_bytes;	/* body bytes actually sent */
+	const char *referer;	/* NULL when absent */
+	const char *user_agent; /* NULL when absent */
+	double seconds;		/* from request to the last byte or the abort */
+};
+
+struct access_log;
+
+/* target: a file path (appended to), "-" for stdout. NULL result with a message on failure. */
+struct access_log *access_log_open(const char *target, char *error, size_t error_size);
+void access_log_close(struct access_log *log);
+
+/* Formats the line, escaping quotes, backslashes and control bytes as nginx does; returns its length. */
+size_t access_log_format(char *out, size_t out_size, const struct access_entry *entry);
+
+/* Appends the entry's line; a NULL log is off. */
+void access_log_write(struct access_log *log, const struct access_entry *entry);
+
+#endif

@@ -1,0 +1,487 @@
+/*
+ * config: the option table, and the three sources it is filled from (the
+ * MONGODB_URI environment variable, a config file, command-line flags). One
+ * table drives flag parsing, config-file parsing and --help, so the three can
+ * never disagree about what a setting is called or accepts.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFIG_FILE_MAX (1024 * 1024)
+#define CONFIG_LINE_MAX 4096
+
+enum option_kind {
+	OPTION_STRING,	   /* char * field, replaced */
+	OPTION_UNSIGNED,   /* unsigned field within [minimum, maximum] */
+	OPTION_LISTEN,	   /* host + port */
+	OPTION_MEDIA_ROOT, /* appended; repeatable */
+	OPTION_ACCESS_LOG, /* path, "-", or "off" */
+	OPTION_LOG_LEVEL,
+	OPTION_FILE_ONLY_ON_COMMAND_LINE, /* --config: meaningless inside a file */
+};
+
+struct option_spec {
+	const char *name;
+	const char *value_name;
+	enum option_kind kind;
+	size_t offset;
+	unsigned minimum, maximum;
+	const char *help;
+};
+
+#define FIELD(name) offsetof(struct config, name)
+
+static const struct option_spec options[] = {
+	{"config", "FILE", OPTION_FILE_ONLY_ON_COMMAND_LINE, FIELD(config_file), 0, 0,
+	 "read settings from FILE (name = value lines); flags override it"},
+	{"listen", "ADDR:PORT", OPTION_LISTEN, 0, 0, 0,
+	 "address and port to serve on (default 127.0.0.1:23001)"},
+	{"mongodb-uri", "URI", OPTION_STRING, FIELD(mongodb_uri), 0, 0,
+	 "MongoDB connection string (default $MONGODB_URI, else mongodb://127.0.0.1:27017)"},
+	{"database", "NAME", OPTION_STRING, FIELD(database), 0, 0,
+	 "database holding the tracks (default musicdb)"},
+	{"collection", "NAME", OPTION_STRING, FIELD(collection), 0, 0,
+	 "collection holding the tracks (default tracks)"},
+	{"path-field", "NAME", OPTION_STRING, FIELD(path_field), 0, 0,
+	 "document field with the file's absolute path (default path)"},
+	{"media-root", "DIR", OPTION_MEDIA_ROOT, 0, 0, 0,
+	 "directory files may be served from; repeatable, at least one required"},
+	{"workers", "N", OPTION_UNSIGNED, FIELD(workers), 1, 256,
+	 "HTTP worker threads (default: one per CPU)"},
+	{"lookup-threads", "N", OPTION_UNSIGNED, FIELD(lookup_threads), 1, 256,
+	 "database lookup threads (default 8)"},
+	{"lookup-timeout", "MS", OPTION_UNSIGNED, FIELD(lookup_timeout_ms), 1, 600000,
+	 "deadline for a database lookup before answering 503 (default 2000)"},
+	{"access-log", "FILE|-|off", OPTION_ACCESS_LOG, FIELD(access_log), 0, 0,
+	 "combined-format access log: a file, - for stdout, or off (default off)"},
+	{"log-level", "LEVEL", OPTION_LOG_LEVEL, FIELD(log_level), 0, 0,
+	 "debug, info, warn or error (default info)"},
+};
+
+#define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
+
+static void set_error(char *error, size_t error_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_error(char *error, size_t error_size, const char *fmt, ...)
+{
+	va_list args;
+	va_start(args, fmt);
+	vsnprintf(error, error_size, fmt, args);
+	va_end(args);
+}
+
+static const struct option_spec *find_option(const char *name)
+{
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		if (strcmp(options[i].name, name) == 0)
+			return &options[i];
+	}
+	return NULL;
+}
+
+static int replace_string(char **field, const char *value)
+{
+	char *copy = strdup(value);
+	if (copy == NULL)
+		return -1;
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+void config_init(struct config *config)
+{
+	memset(config, 0, sizeof(*config));
+	config->listen_host = strdup("127.0.0.1");
+	config->listen_port = CONFIG_DEFAULT_PORT;
+	config->mongodb_uri = strdup("mongodb://127.0.0.1:27017");
+	config->database = strdup("musicdb");
+	config->collection = strdup("tracks");
+	config->path_field = strdup("path");
+	config->workers = 0;
+	config->lookup_threads = 8;
+	config->lookup_timeout_ms = 2000;
+	config->access_log = NULL;
+	config->log_level = LOG_LEVEL_INFO;
+}
+
+void config_free(struct config *config)
+{
+	free(config->config_file);
+	free(config->listen_host);
+	free(config->mongodb_uri);
+	free(config->database);
+	free(config->collection);
+	free(config->path_field);
+	for (size_t i = 0; i < config->media_root_count; i++)
+		free(config->media_roots[i]);
+	free(config->access_log);
+	memset(config, 0, sizeof(*config));
+}
+
+static int parse_unsigned(const char *text, unsigned minimum, unsigned maximum, unsigned *out)
+{
+	if (text[0] < '0' || text[0] > '9')
+		return -1;
+	errno = 0;
+	char *end;
+	unsigned long value = strtoul(text, &end, 10);
+	if (errno != 0 || *end != '\0' || value < minimum || value > maximum)
+		return -1;
+	*out = (unsigned)value;
+	return 0;
+}
+
+int config_parse_listen(const char *text, char *host, size_t host_size, uint16_t *port)
+{
+	const char *colon;
+	const char *host_start = text;
+	size_t host_length;
+
+	if (text[0] == '[') {
+		const char *close = strchr(text, ']');
+		if (close == NULL || close[1] != ':')
+			return -1;
+		host_start = text + 1;
+		host_length = (size_t)(close - host_start);
+		colon = close + 1;
+		if (host_length == 0)
+			return -1;
+	} else {
+		colon = strrchr(text, ':');
+		if (colon == NULL || memchr(text, ':', (size_t)(colon - text)) != NULL)
+			return -1; /* a bare IPv6 address needs brackets */
+		host_length = (size_t)(colon - text);
+	}
+	unsigned value;
+	if (parse_unsigned(colon + 1, 1, 65535, &value) < 0)
+		return -1;
+	if (host_length == 0) {
+		host_start = "0.0.0.0";
+		host_length = strlen(host_start);
+	}
+	if (host_length >= host_size)
+		return -1;
+	memcpy(host, host_start, host_length);
+	host[host_length] = '\0';
+	*port = (uint16_t)value;
+	return 0;
+}
+
+int config_set(struct config *config, const char *name, const char *value, char *error,
+	       size_t error_size)
+{
+	const struct option_spec *option = find_option(name);
+	if (option == NULL) {
+		set_error(error, error_size, "unknown setting '%s'", name);
+		return -1;
+	}
+	if (value[0] == '\0') {
+		set_error(error, error_size, "%s: empty value", name);
+		return -1;
+	}
+	char *base = (char *)config;
+
+	switch (option->kind) {
+	case OPTION_STRING:
+	case OPTION_FILE_ONLY_ON_COMMAND_LINE:
+		if (replace_string((char **)(base + option->offset), value) < 0)
+			goto out_of_memory;
+		return 0;
+	case OPTION_UNSIGNED:
+		if (parse_unsigned(value, option->minimum, option->maximum,
+				   (unsigned *)(base + option->offset)) < 0) {
+			set_error(error, error_size, "%s: '%s' is not a number from %u to %u", name,
+				  value, option->minimum, option->maximum);
+			return -1;
+		}
+		return 0;
+	case OPTION_LISTEN: {
+		char host[256];
+		uint16_t port;
+		if (config_parse_listen(value, host, sizeof(host), &port) < 0) {
+			set_error(error, error_size,
+				  "%s: '%s' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port 1-65535)",
+				  name, value);
+			return -1;
+		}
+		if (replace_string(&config->listen_host, host) < 0)
+			goto out_of_memory;
+		config->listen_port = port;
+		return 0;
+	}
+	case OPTION_MEDIA_ROOT:
+		if (config->media_root_count == CONFIG_MAX_MEDIA_ROOTS) {
+			set_error(error, error_size, "%s: more than %d media roots", name,
+				  CONFIG_MAX_MEDIA_ROOTS);
+			return -1;
+		}
+		if ((config->media_roots[config->media_root_count] = strdup(value)) == NULL)
+			goto out_of_memory;
+		config->media_root_count++;
+		return 0;
+	case OPTION_ACCESS_LOG:
+		if (strcmp(value, "off") == 0) {
+			free(config->access_log);
+			config->access_log = NULL;
+			return 0;
+		}
+		if (replace_string(&config->access_log, value) < 0)
+			goto out_of_memory;
+		return 0;
+	case OPTION_LOG_LEVEL:
+		if (log_level_parse(value, &config->log_level) < 0) {
+			set_error(error, error_size,
+				  "%s: '%s' is not one of debug, info, warn, error", name, value);
+			return -1;
+		}
+		return 0;
+	}
+	set_error(error, error_size, "%s: unhandled setting", name);
+	return -1;
+
+out_of_memory:
+	set_error(error, error_size, "%s: out of memory", name);
+	return -1;
+}
+
+static char *trim(char *text)
+{
+	while (*text == ' ' || *text == '\t')
+		text++;
+	char *end = text + strlen(text);
+	while (end > text && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+		*--end = '\0';
+	return text;
+}
+
+int config_parse_text(struct config *config, const char *text, const char *source, char *error,
+		      size_t error_size)
+{
+	char line[CONFIG_LINE_MAX];
+	unsigned line_number = 0;
+	const char *cursor = text;
+
+	while (*cursor != '\0') {
+		line_number++;
+		size_t length = strcspn(cursor, "\n");
+		if (length >= sizeof(line)) {
+			set_error(error, error_size, "%s:%u: line too long", source, line_number);
+			return -1;
+		}
+		memcpy(line, cursor, length);
+		line[length] = '\0';
+		cursor += length + (cursor[length] == '\n');
+
+		char *content = trim(line);
+		if (content[0] == '\0' || content[0] == '#')
+			continue;
+		char *equals = strchr(content, '=');
+		if (equals == NULL) {
+			set_error(error, error_size, "%s:%u: expected 'name = value', got '%s'",
+				  source, line_number, content);
+			return -1;
+		}
+		*equals = '\0';
+		char *name = trim(content);
+		char *value = trim(equals + 1);
+		const struct option_spec *option = find_option(name);
+		if (option != NULL && option->kind == OPTION_FILE_ONLY_ON_COMMAND_LINE) {
+			set_error(error, error_size, "%s:%u: '%s' only works on the command line",
+				  source, line_number, name);
+			return -1;
+		}
+		char reason[CONFIG_ERROR_MAX];
+		if (config_set(config, name, value, reason, sizeof(reason)) < 0) {
+			set_error(error, error_size, "%s:%u: %s", source, line_number, reason);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int read_file(const char *path, char **out, char *error, size_t error_size)
+{
+	FILE *file = fopen(path, "re");
+	if (file == NULL) {
+		set_error(error, error_size, "config file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char *text = malloc(CONFIG_FILE_MAX + 1);
+	size_t length = text ? fread(text, 1, CONFIG_FILE_MAX + 1, file) : 0;
+	int failed = text == NULL || ferror(file) || length > CONFIG_FILE_MAX;
+	fclose(file);
+	if (failed) {
+		set_error(error, error_size, "config file %s: unreadable or larger than %d bytes",
+			  path, CONFIG_FILE_MAX);
+		free(text);
+		return -1;
+	}
+	text[length] = '\0';
+	if (strlen(text) != length) {
+		set_error(error, error_size, "config file %s: contains a NUL byte", path);
+		free(text);
+		return -1;
+	}
+	*out = text;
+	return 0;
+}
+
+/* One flag from argv: "--name value" or "--name=value". */
+struct flag {
+	const char *name;
+	size_t name_length;
+	const char *value; /* NULL for --help and --version */
+};
+
+/*
+ * Reads argv[*index] (and its value) into flag, advancing *index. Returns 0,
+ * or -1 with a message. Knows --help, -h and --version, which take no value.
+ */
+static int next_flag(int argc, char *const *argv, int *index, struct flag *flag, char *error,
+		     size_t error_size)
+{
+	const char *arg = argv[*index];
+	(*index)++;
+	if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+		*flag = (struct flag){"help", 4, NULL};
+		return 0;
+	}
+	if (strcmp(arg, "--version") == 0) {
+		*flag = (struct flag){"version", 7, NULL};
+		return 0;
+	}
+	if (strncmp(arg, "--", 2) != 0) {
+		set_error(error, error_size, "unexpected argument '%s' (options start with --)", arg);
+		return -1;
+	}
+	const char *name = arg + 2;
+	const char *equals = strchr(name, '=');
+	flag->name = name;
+	flag->name_length = equals ? (size_t)(equals - name) : strlen(name);
+
+	char name_copy[64];
+	if (flag->name_length >= sizeof(name_copy)) {
+		set_error(error, error_size, "unknown option '%s'", arg);
+		return -1;
+	}
+	memcpy(name_copy, name, flag->name_length);
+	name_copy[flag->name_length] = '\0';
+	if (find_option(name_copy) == NULL) {
+		set_error(error, error_size, "unknown option '--%s' (see --help)", name_copy);
+		return -1;
+	}
+	if (equals != NULL) {
+		flag->value = equals + 1;
+	} else if (*index < argc) {
+		flag->value = argv[*index];
+		(*index)++;
+	} else {
+		set_error(error, error_size, "option '--%s' needs a value", name_copy);
+		return -1;
+	}
+	return 0;
+}
+
+static bool flag_is(const struct flag *flag, const char *name)
+{
+	return flag->name_length == strlen(name) && strncmp(flag->name, name, flag->name_length) == 0;
+}
+
+/* Applies a flag through config_set, whose messages name settings the way flags do. */
+static int apply_flag(struct config *config, const struct flag *flag, char *error,
+		      size_t error_size)
+{
+	char name[64];
+	memcpy(name, flag->name, flag->name_length);
+	name[flag->name_length] = '\0';
+	char reason[CONFIG_ERROR_MAX];
+	if (config_set(config, name, flag->value, reason, sizeof(reason)) < 0) {
+		set_error(error, error_size, "--%s", reason);
+		return -1;
+	}
+	return 0;
+}
+
+int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
+		enum config_action *action, char *error, size_t error_size)
+{
+	struct flag flag;
+	const char *config_path = NULL;
+	*action = CONFIG_ACTION_RUN;
+
+	/* First pass: check every flag and find --config, --help, --version. */
+	for (int i = 1; i < argc;) {
+		if (next_flag(argc, argv, &i, &flag, error, error_size) < 0)
+			return -1;
+		if (flag_is(&flag, "help")) {
+			*action = CONFIG_ACTION_HELP;
+			return 0;
+		}
+		if (flag_is(&flag, "version"))
+			*action = CONFIG_ACTION_VERSION;
+		else if (flag_is(&flag, "config"))
+			config_path = flag.value;
+	}
+	if (*action == CONFIG_ACTION_VERSION)
+		return 0;
+
+	if (env_mongodb_uri != NULL && env_mongodb_uri[0] != '\0' &&
+	    config_set(config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
+		return -1;
+
+	if (config_path != NULL) {
+		char *text;
+		if (read_file(config_path, &text, error, error_size) < 0)
+			return -1;
+		int parsed = config_parse_text(config, text, config_path, error, error_size);
+		free(text);
+		if (parsed < 0)
+			return -1;
+	}
+
+	/* Second pass: flags override the file; media roots on the command line replace the file's. */
+	bool media_roots_from_flags = false;
+	for (int i = 1; i < argc;) {
+		next_flag(argc, argv, &i, &flag, error, error_size);
+		if (flag_is(&flag, "media-root") && !media_roots_from_flags) {
+			for (size_t r = 0; r < config->media_root_count; r++)
+				free(config->media_roots[r]);
+			config->media_root_count = 0;
+			media_roots_from_flags = true;
+		}
+		if (apply_flag(config, &flag, error, error_size) < 0)
+			return -1;
+	}
+
+	if (config->media_root_count == 0) {
+		set_error(error, error_size,
+			  "no media root: give at least one --media-root DIR (or media-root in the "
+			  "config file)");
+		return -1;
+	}
+	return 0;
+}
+
+void config_print_usage(const char *program)
+{
+	printf("Usage: %s --media-root DIR [options]\n\n"
+	       "Serves GET /musicdb/:mid/:param: finds the document with _id ObjectId(:mid) in\n"
+	       "MongoDB and streams the file at its path with sendfile(2).\n\nOptions:\n",
+	       program);
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		char left[64];
+		snprintf(left, sizeof(left), "--%s %s", options[i].name, options[i].value_name);
+		printf("  %-28s %s\n", left, options[i].help);
+	}
+	printf("  %-28s %s\n", "--help", "show this help and exit");
+	printf("  %-28s %s\n", "--version", "print the version and exit");
+}

@@ -1,0 +1,68 @@
+/*
+ * config: every setting of musicd in one struct, built once at start-up from
+ * defaults < MONGODB_URI < the --config file < command-line flags, validated,
+ * then read-only for the life of the process.
+ */
+#ifndef MUSICD_CONFIG_H
+#define MUSICD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+#define CONFIG_MAX_MEDIA_ROOTS 32
+#define CONFIG_ERROR_MAX 512
+#define CONFIG_DEFAULT_PORT 23001
+
+/* Owned strings are malloc'd and released by config_free. */
+struct config {
+	char *config_file;	  /* NULL when none was given */
+	char *listen_host;	  /* "127.0.0.1", "::1", "0.0.0.0" ... */
+	uint16_t listen_port;
+	char *mongodb_uri;
+	char *database;
+	char *collection;
+	char *path_field;
+	char *media_roots[CONFIG_MAX_MEDIA_ROOTS]; /* as given; media.c resolves them */
+	size_t media_root_count;
+	unsigned workers;	    /* 0 = one per CPU, settled by main */
+	unsigned lookup_threads;
+	unsigned lookup_timeout_ms;
+	char *access_log;	    /* a path, "-" for stdout, or NULL for off */
+	enum log_level log_level;
+};
+
+enum config_action { CONFIG_ACTION_RUN, CONFIG_ACTION_HELP, CONFIG_ACTION_VERSION };
+
+/* Fills every field with its default. */
+void config_init(struct config *config);
+/* Releases the owned strings; the struct may be re-initialised after. */
+void config_free(struct config *config);
+
+/*
+ * Applies one setting by its long-option name without dashes ("media-root").
+ * Returns 0, or -1 with a message naming the setting and the problem in error.
+ */
+int config_set(struct config *config, const char *name, const char *value, char *error,
+	       size_t error_size);
+
+/* Applies the lines of a config file ("name = value", '#' comments); errors name source:line. */
+int config_parse_text(struct config *config, const char *text, const char *source, char *error,
+		      size_t error_size);
+
+/* Splits "host:port", "[v6]:port" or ":port" (any address); returns 0 or -1. */
+int config_parse_listen(const char *text, char *host, size_t host_size, uint16_t *port);
+
+/*
+ * The whole start-up sequence: defaults, env_mongodb_uri (may be NULL), the
+ * file named by --config, then the flags. Reads the config file; nothing else.
+ * Returns 0 with *action set, or -1 with a one-line message in error.
+ */
+int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
+		enum config_action *action, char *error, size_t error_size);
+
+/* The --help text. */
+void config_print_usage(const char *program);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * health: a probe is a real findById through the lookup pool (for an id no
+ * document has), so it proves what a track request needs: the pool, the
+ * connection, the collection and the deadline.
+ */
+#include "health.h"
+
+#include "log.h"
+#include "response.h"
+
+static void on_probe_result(struct exchange *exchange)
+{
+	const struct lookup_job *job = &exchange->job;
+	if (job->status == LOOKUP_NOT_FOUND || job->status == LOOKUP_FOUND) {
+		response_send_text(exchange, 200, "ok\n");
+		return;
+	}
+	log_warn("healthz: %s: %s", lookup_status_describe(job->status), job->detail);
+	response_send_error(exchange, 503);
+}
+
+static void on_probe_deadline(struct exchange *exchange)
+{
+	log_warn("healthz: database did not answer in time");
+	response_send_error(exchange, 503);
+}
+
+void health_handle(struct exchange *exchange)
+{
+	if (exchange_lookup(exchange, LOOKUP_PROBE, "", on_probe_result, on_probe_deadline) < 0)
+		response_send_error(exchange, 503);
+}

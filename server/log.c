@@ -1,0 +1,76 @@
+/*
+ * log: leveled diagnostics on stderr. Each line is formatted into one buffer
+ * and written with a single write(2), which keeps lines whole without a lock.
+ */
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOG_LINE_MAX 2048
+
+static volatile enum log_level minimum_level = LOG_LEVEL_INFO;
+
+static const char *const level_names[] = {
+	[LOG_LEVEL_DEBUG] = "debug",
+	[LOG_LEVEL_INFO] = "info",
+	[LOG_LEVEL_WARN] = "warn",
+	[LOG_LEVEL_ERROR] = "error",
+};
+
+void log_set_level(enum log_level level)
+{
+	minimum_level = level;
+}
+
+int log_enabled(enum log_level level)
+{
+	return level >= minimum_level;
+}
+
+int log_level_parse(const char *name, enum log_level *out)
+{
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+		if (strcasecmp(name, level_names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+void log_vmsg(enum log_level level, const char *fmt, va_list args)
+{
+	if (!log_enabled(level))
+		return;
+
+	char line[LOG_LINE_MAX];
+	struct timespec now;
+	struct tm utc;
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &utc);
+
+	int used = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s: ",
+			    utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
+			    utc.tm_sec, now.tv_nsec / 1000000, level_names[level]);
+	int body = vsnprintf(line + used, sizeof(line) - (size_t)used - 1, fmt, args);
+	size_t length = (size_t)used + (body < 0 ? 0 : (size_t)body);
+	if (length > sizeof(line) - 2)
+		length = sizeof(line) - 2;
+	line[length++] = '\n';
+
+	/* A failed diagnostic write has nowhere better to go. */
+	ssize_t ignored = write(STDERR_FILENO, line, length);
+	(void)ignored;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list args;
+	va_start(args, fmt);
+	log_vmsg(level, fmt, args);
+	va_end(args);
+}

@@ -1,0 +1,70 @@
+/*
+ * lookup: the pool of threads that run findById against MongoDB, so that no
+ * worker's event loop ever waits on the database. A worker submits a job;
+ * a lookup thread runs it on a client from the shared mongoc_client_pool_t
+ * and hands the job back to the worker's own loop (event_base_once), where
+ * on_done runs. Lookup threads never touch the HTTP request.
+ */
+#ifndef MUSICD_LOOKUP_H
+#define MUSICD_LOOKUP_H
+
+#include <event2/event.h>
+#include <time.h>
+
+#include "config.h"
+#include "objectid.h"
+
+enum lookup_kind {
+	LOOKUP_FIND_TRACK, /* find {_id: ObjectId(mid)}, projected to the path field */
+	LOOKUP_PROBE,	   /* the same round trip for an id that never exists: a health check */
+};
+
+enum lookup_status {
+	LOOKUP_FOUND,	    /* path is set */
+	LOOKUP_NOT_FOUND,   /* no such document */
+	LOOKUP_NO_PATH,	    /* the document has no string path: a data problem */
+	LOOKUP_UNAVAILABLE, /* database unreachable or past the deadline: 503 */
+	LOOKUP_FAILED,	    /* any other database error: 500 */
+};
+
+/*
+ * One lookup. The submitter owns the job; between lookup_submit and on_done
+ * the pool holds it and the submitter must not free it. on_done runs on
+ * reply_base's thread and takes back ownership, including of path.
+ */
+struct lookup_job {
+	enum lookup_kind kind;
+	char mid[OBJECTID_HEX_LENGTH + 1];
+	struct timespec deadline; /* CLOCK_MONOTONIC; a job still queued past it is not run */
+	struct event_base *reply_base;
+	void (*on_done)(struct lookup_job *job);
+
+	enum lookup_status status;
+	char *path;	    /* malloc'd when status is LOOKUP_FOUND */
+	char detail[256];   /* why, for the log, when not found or failed */
+	struct lookup_job *next_queued; /* pool-private */
+};
+
+struct lookup_pool;
+
+/* Connects nothing yet (libmongoc connects lazily); NULL with a message on a bad URI. */
+struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_queued,
+				      char *error, size_t error_size);
+
+/* Queues a job; -1 when the queue is full or the pool is stopping (answer 503 at once). */
+int lookup_submit(struct lookup_pool *pool, struct lookup_job *job);
+
+/* Jobs queued or running right now. */
+unsigned lookup_pending(struct lookup_pool *pool);
+
+/* Finishes queued jobs as UNAVAILABLE, joins the threads, frees the pool. */
+void lookup_pool_stop(struct lookup_pool *pool);
+
+const char *lookup_status_describe(enum lookup_status status);
+
+/* Milliseconds from now to deadline (negative when passed). */
+long lookup_ms_until(const struct timespec *deadline);
+/* now + milliseconds, on CLOCK_MONOTONIC. */
+struct timespec lookup_deadline_after(unsigned milliseconds);
+
+#endif

@@ -1,0 +1,221 @@
+/*
+ * main: start-up and shutdown. Everything that can be wrong with the
+ * configuration (options, config file, media roots, access log, listen
+ * address, MongoDB URI) is found here and reported in one line with exit
+ * status 2, before a single connection is accepted. SIGINT and SIGTERM stop
+ * accepting, let responses in flight finish (bounded), and exit 0.
+ */
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <mongoc/mongoc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "listener.h"
+#include "log.h"
+#include "lookup.h"
+#include "media.h"
+#include "service.h"
+#include "worker.h"
+
+#ifndef MUSICD_VERSION
+#define MUSICD_VERSION "dev"
+#endif
+
+#define EXIT_CONFIG 2
+#define SHUTDOWN_GRACE_MS 10000
+/* Lookups queued or running before new ones are refused with 503. */
+#define MAX_QUEUED_LOOKUPS 1024
+
+static void on_mongoc_log(mongoc_log_level_t level, const char *domain, const char *message,
+			  void *unused)
+{
+	(void)unused;
+	switch (level) {
+	case MONGOC_LOG_LEVEL_ERROR:
+	case MONGOC_LOG_LEVEL_CRITICAL:
+		log_error("mongoc %s: %s", domain, message);
+		break;
+	case MONGOC_LOG_LEVEL_WARNING:
+		/* FerretDB lacks endSessions; libmongoc warns about it at every pool shutdown. */
+		if (strstr(message, "endSessions") != NULL)
+			log_debug("mongoc %s: %s", domain, message);
+		else
+			log_warn("mongoc %s: %s", domain, message);
+		break;
+	case MONGOC_LOG_LEVEL_MESSAGE:
+	case MONGOC_LOG_LEVEL_INFO:
+	case MONGOC_LOG_LEVEL_DEBUG:
+		log_debug("mongoc %s: %s", domain, message);
+		break;
+	case MONGOC_LOG_LEVEL_TRACE:
+		break;
+	}
+}
+
+static unsigned cpu_count(void)
+{
+	long count = sysconf(_SC_NPROCESSORS_ONLN);
+	return count > 0 ? (unsigned)count : 1;
+}
+
+/* Blocks the stop signals in every thread created from here on; main waits for them. */
+static void block_stop_signals(sigset_t *stop_signals)
+{
+	sigemptyset(stop_signals);
+	sigaddset(stop_signals, SIGINT);
+	sigaddset(stop_signals, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, stop_signals, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int fail(const char *message)
+{
+	fprintf(stderr, "musicd: %s\n", message);
+	return EXIT_CONFIG;
+}
+
+/* Opens every worker's listening socket; -1 with a message. */
+static int open_listeners(const struct config *config, int *fds, char *error, size_t error_size)
+{
+	if (listener_check_free(config->listen_host, config->listen_port, error, error_size) < 0)
+		return -1;
+	for (unsigned i = 0; i < config->workers; i++) {
+		fds[i] = listener_open(config->listen_host, config->listen_port, error, error_size);
+		if (fds[i] < 0) {
+			while (i > 0)
+				close(fds[--i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void stop_workers(struct worker *workers, unsigned count, struct lookup_pool *lookups,
+			 unsigned grace_ms)
+{
+	for (unsigned i = 0; i < count; i++)
+		worker_request_stop(&workers[i], grace_ms);
+	for (unsigned i = 0; i < count; i++)
+		worker_join(&workers[i]);
+	/* Lookups still running hand their jobs back; run those before freeing. */
+	lookup_pool_stop(lookups);
+	for (unsigned i = 0; i < count; i++) {
+		worker_flush(&workers[i]);
+		worker_destroy(&workers[i]);
+	}
+}
+
+static int serve(const struct config *config, struct service *service, const sigset_t *stop_signals)
+{
+	char error[CONFIG_ERROR_MAX];
+	int listen_fds[256];
+	struct worker *workers = calloc(config->workers, sizeof(*workers));
+	unsigned started = 0;
+	int status = EXIT_CONFIG;
+
+	if (workers == NULL)
+		return fail("out of memory");
+	if (open_listeners(config, listen_fds, error, sizeof(error)) < 0) {
+		free(workers);
+		return fail(error);
+	}
+	service->lookups = lookup_pool_start(config, MAX_QUEUED_LOOKUPS, error, sizeof(error));
+	if (service->lookups == NULL) {
+		fail(error);
+		for (unsigned i = 0; i < config->workers; i++)
+			close(listen_fds[i]);
+		free(workers);
+		return EXIT_CONFIG;
+	}
+	for (; started < config->workers; started++) {
+		if (worker_init(&workers[started], started, service, listen_fds[started], error,
+				sizeof(error)) < 0 ||
+		    worker_start(&workers[started]) < 0) {
+			fail(error);
+			for (unsigned i = started + 1; i < config->workers; i++)
+				close(listen_fds[i]);
+			started++;
+			goto stop;
+		}
+	}
+	log_info("musicd %s listening on %s:%u (%u workers, %u lookup threads, database %s.%s)",
+		 MUSICD_VERSION, config->listen_host, config->listen_port, config->workers,
+		 config->lookup_threads, config->database, config->collection);
+
+	int signal_number = 0;
+	sigwait(stop_signals, &signal_number);
+	log_info("%s: stopping; letting responses in flight finish", strsignal(signal_number));
+	status = 0;
+
+stop: {
+	unsigned grace_ms = SHUTDOWN_GRACE_MS;
+	if (grace_ms < config->lookup_timeout_ms + 1000)
+		grace_ms = config->lookup_timeout_ms + 1000;
+	stop_workers(workers, started, service->lookups, grace_ms);
+	service->lookups = NULL;
+	free(workers);
+	return status;
+}
+}
+
+int main(int argc, char **argv)
+{
+	struct config config;
+	struct service service = {.config = &config};
+	enum config_action action;
+	char error[CONFIG_ERROR_MAX];
+	sigset_t stop_signals;
+	int status;
+
+	config_init(&config);
+	if (config_load(&config, argc, argv, getenv("MONGODB_URI"), &action, error, sizeof(error)) <
+	    0) {
+		status = fail(error);
+		goto out;
+	}
+	if (action == CONFIG_ACTION_HELP) {
+		config_print_usage(argv[0]);
+		status = 0;
+		goto out;
+	}
+	if (action == CONFIG_ACTION_VERSION) {
+		printf("musicd %s\n", MUSICD_VERSION);
+		status = 0;
+		goto out;
+	}
+	log_set_level(config.log_level);
+	if (config.workers == 0)
+		config.workers = cpu_count();
+
+	if (media_roots_resolve(&service.media_roots, config.media_roots, config.media_root_count,
+				error, sizeof(error)) < 0) {
+		status = fail(error);
+		goto out;
+	}
+	if (config.access_log != NULL &&
+	    (service.access_log = access_log_open(config.access_log, error, sizeof(error))) == NULL) {
+		status = fail(error);
+		goto out_roots;
+	}
+
+	block_stop_signals(&stop_signals);
+	mongoc_log_set_handler(on_mongoc_log, NULL);
+	mongoc_init();
+	evthread_use_pthreads();
+
+	status = serve(&config, &service, &stop_signals);
+
+	mongoc_cleanup();
+	libevent_global_shutdown();
+	access_log_close(service.access_log);
+out_roots:
+	media_roots_free(&service.media_roots);
+out:
+	config_free(&config);
+	return status;
+}

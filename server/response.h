@@ -1,0 +1,43 @@
+/*
+ * response: writes answers through evhttp. Error answers are short
+ * text/plain; file answers put the file's bytes in a socket-draining buffer so
+ * libevent sends them with sendfile(2), never through user space. HEAD gets
+ * the same headers and no body (evhttp would send one if handed it).
+ */
+#ifndef MUSICD_RESPONSE_H
+#define MUSICD_RESPONSE_H
+
+#include <event2/buffer.h>
+#include <stdint.h>
+
+#include "exchange.h"
+#include "validators.h"
+
+/* The seconds a 503 asks clients to wait before retrying. */
+#define RESPONSE_RETRY_AFTER_SECONDS "5"
+
+/* What a response needs of an open file; header values are precomputed. */
+struct response_file {
+	struct evbuffer_file_segment *segment; /* borrowed: the caller keeps its reference */
+	uint64_t size;
+	const char *content_type;
+	char etag[ETAG_MAX];
+	char last_modified[HTTP_DATE_MAX];
+};
+
+/*
+ * Sends status with a one-line text/plain body ("404 Not Found"). 405 carries
+ * Allow, 503 carries Retry-After.
+ */
+void response_send_error(struct exchange *exchange, int status);
+
+/* Sends a short text/plain 200 with body. */
+void response_send_text(struct exchange *exchange, int status, const char *body);
+
+/* Sends the whole file with 200: validators, Accept-Ranges, then the bytes by sendfile. */
+void response_send_file(struct exchange *exchange, const struct response_file *file);
+
+/* The reason phrase for a status. */
+const char *response_reason(int status);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * service: what every worker shares, built once by main before the workers
+ * start and read-only (or internally synchronised) afterwards.
+ */
+#ifndef MUSICD_SERVICE_H
+#define MUSICD_SERVICE_H
+
+#include "access_log.h"
+#include "config.h"
+#include "lookup.h"
+#include "media.h"
+
+struct service {
+	const struct config *config;
+	struct media_roots media_roots;
+	struct lookup_pool *lookups;	 /* internally locked */
+	struct access_log *access_log;	 /* NULL when off; lock-free appends */
+};
+
+#endif
