@@ -6,6 +6,8 @@
  */
 #include "config.h"
 
+#include "range.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -22,7 +24,7 @@ enum option_kind {
 	OPTION_UNSIGNED,   /* unsigned field within [minimum, maximum] */
 	OPTION_LISTEN,	   /* host + port */
 	OPTION_MEDIA_ROOT, /* appended; repeatable */
-	OPTION_ACCESS_LOG, /* path, "-", or "off" */
+	OPTION_STRING_OR_OFF, /* char * field, or NULL for "off" */
 	OPTION_LOG_LEVEL,
 	OPTION_FILE_ONLY_ON_COMMAND_LINE, /* --config: meaningless inside a file */
 };
@@ -59,8 +61,12 @@ static const struct option_spec options[] = {
 	 "database lookup threads (default 8)"},
 	{"lookup-timeout", "MS", OPTION_UNSIGNED, FIELD(lookup_timeout_ms), 1, 600000,
 	 "deadline for a database lookup before answering 503 (default 2000)"},
-	{"access-log", "FILE|-|off", OPTION_ACCESS_LOG, FIELD(access_log), 0, 0,
+	{"access-log", "FILE|-|off", OPTION_STRING_OR_OFF, FIELD(access_log), 0, 0,
 	 "combined-format access log: a file, - for stdout, or off (default off)"},
+	{"cache-control", "VALUE|off", OPTION_STRING_OR_OFF, FIELD(cache_control), 0, 0,
+	 "Cache-Control of 200, 206 and 304 answers (default \"public, max-age=86400\")"},
+	{"max-ranges", "N", OPTION_UNSIGNED, FIELD(max_ranges), 1, RANGE_MAX_PARTS_LIMIT,
+	 "ranges one request may ask for before it gets the whole file (default 16)"},
 	{"log-level", "LEVEL", OPTION_LOG_LEVEL, FIELD(log_level), 0, 0,
 	 "debug, info, warn or error (default info)"},
 };
@@ -110,6 +116,8 @@ void config_init(struct config *config)
 	config->lookup_threads = 8;
 	config->lookup_timeout_ms = 2000;
 	config->access_log = NULL;
+	config->cache_control = strdup("public, max-age=86400");
+	config->max_ranges = RANGE_DEFAULT_MAX_PARTS;
 	config->log_level = LOG_LEVEL_INFO;
 }
 
@@ -124,6 +132,7 @@ void config_free(struct config *config)
 	for (size_t i = 0; i < config->media_root_count; i++)
 		free(config->media_roots[i]);
 	free(config->access_log);
+	free(config->cache_control);
 	memset(config, 0, sizeof(*config));
 }
 
@@ -228,15 +237,17 @@ int config_set(struct config *config, const char *name, const char *value, char 
 			goto out_of_memory;
 		config->media_root_count++;
 		return 0;
-	case OPTION_ACCESS_LOG:
+	case OPTION_STRING_OR_OFF: {
+		char **field = (char **)(base + option->offset);
 		if (strcmp(value, "off") == 0) {
-			free(config->access_log);
-			config->access_log = NULL;
+			free(*field);
+			*field = NULL;
 			return 0;
 		}
-		if (replace_string(&config->access_log, value) < 0)
+		if (replace_string(field, value) < 0)
 			goto out_of_memory;
 		return 0;
+	}
 	case OPTION_LOG_LEVEL:
 		if (log_level_parse(value, &config->log_level) < 0) {
 			set_error(error, error_size,

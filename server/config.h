@@ -30,6 +30,8 @@ struct config {
 	unsigned lookup_threads;
 	unsigned lookup_timeout_ms;
 	char *access_log;	    /* a path, "-" for stdout, or NULL for off */
+	char *cache_control;	    /* sent on 200, 206 and 304; NULL for off */
+	unsigned max_ranges;	    /* more ranges than this in one request: 200, whole file */
 	enum log_level log_level;
 };
 

@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
+#include "multipart.h"
 #include "route.h"
 
 #define SERVER_NAME "musicd"
@@ -93,23 +95,52 @@ void response_send_error(struct exchange *exchange, int status)
 	response_send_text(exchange, status, body);
 }
 
-static void add_file_headers(struct evhttp_request *req, const struct response_file *file)
+/* The validators and caching headers every answer about the file carries. */
+static void add_validator_headers(struct evhttp_request *req, const struct response_file *file)
 {
 	add_header(req, "Server", SERVER_NAME);
-	add_header(req, "Content-Type", file->content_type);
-	add_header(req, "Accept-Ranges", "bytes");
 	add_header(req, "Last-Modified", file->last_modified);
 	add_header(req, "ETag", file->etag);
+	if (file->cache_control != NULL)
+		add_header(req, "Cache-Control", file->cache_control);
+}
+
+static void add_file_headers(struct evhttp_request *req, const struct response_file *file,
+			     const char *content_type, uint64_t length)
+{
+	add_validator_headers(req, file);
+	add_header(req, "Content-Type", content_type);
+	add_header(req, "Accept-Ranges", "bytes");
+	add_length_header(req, length);
+}
+
+/* Headers only: HEAD, or an empty body. */
+static void send_headers_only(struct exchange *exchange, int status)
+{
+	exchange_responding(exchange, status, 0);
+	evhttp_send_reply(exchange->req, status, response_reason(status), NULL);
+}
+
+/* Queues [first, last] of the file; see stream_parts for why failure aborts. */
+static void add_part(struct evbuffer *body, const struct response_file *file,
+		     const struct byte_range *part)
+{
+	if (evbuffer_add_file_segment(body, file->segment, (ev_off_t)part->first,
+				      (ev_off_t)(part->last - part->first + 1)) < 0) {
+		log_error("cannot queue a file segment: aborting");
+		abort();
+	}
 }
 
 /*
- * Streams [offset, offset + length) of the file after headers already set.
- * The segment add cannot fail for a validated range except on allocation
- * failure, and a failed add would drop the caller's reference (DESIGN.md):
- * so the connection is closed rather than risk the segment.
+ * Sends a body assembled by fill (file segments and framing text) after the
+ * headers already set. The buffer is flagged EVBUFFER_FLAG_DRAINS_TO_FD so the
+ * file parts go out by sendfile. Adding a segment cannot fail for a validated
+ * range except on allocation failure, and a failed add would drop the caller's
+ * reference to a possibly shared segment (DESIGN.md): so that aborts.
  */
-static void stream_body(struct exchange *exchange, int status, const struct response_file *file,
-			uint64_t offset, uint64_t length)
+static void stream_body(struct exchange *exchange, int status, uint64_t length,
+			void (*fill)(struct evbuffer *body, const void *context), const void *context)
 {
 	struct evhttp_request *req = exchange->req;
 	struct evbuffer *body = evbuffer_new();
@@ -122,24 +153,113 @@ static void stream_body(struct exchange *exchange, int status, const struct resp
 	exchange_responding(exchange, status, length);
 	evhttp_send_reply_start(req, status, response_reason(status));
 	exchange_body_started(exchange);
-	if (evbuffer_add_file_segment(body, file->segment, (ev_off_t)offset, (ev_off_t)length) < 0) {
-		log_error("cannot queue a file body: aborting");
-		abort();
-	}
+	fill(body, context);
 	evhttp_send_reply_chunk(req, body);
 	evbuffer_free(body);
 	evhttp_send_reply_end(req);
 }
 
+struct single_part {
+	const struct response_file *file;
+	const struct byte_range *range;
+};
+
+static void fill_single_part(struct evbuffer *body, const void *context)
+{
+	const struct single_part *single = context;
+	add_part(body, single->file, single->range);
+}
+
 void response_send_file(struct exchange *exchange, const struct response_file *file)
 {
-	struct evhttp_request *req = exchange->req;
-	add_file_headers(req, file);
-	add_length_header(req, file->size);
+	add_file_headers(exchange->req, file, file->content_type, file->size);
 	if (exchange_is_head(exchange) || file->size == 0) {
-		exchange_responding(exchange, 200, 0);
-		evhttp_send_reply(req, 200, "OK", NULL);
+		send_headers_only(exchange, 200);
 		return;
 	}
-	stream_body(exchange, 200, file, 0, file->size);
+	struct byte_range whole = {0, file->size - 1};
+	struct single_part single = {file, &whole};
+	stream_body(exchange, 200, file->size, fill_single_part, &single);
+}
+
+void response_send_range(struct exchange *exchange, const struct response_file *file,
+			 const struct byte_range *range)
+{
+	char content_range[80];
+	uint64_t length = range->last - range->first + 1;
+	snprintf(content_range, sizeof(content_range), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64,
+		 range->first, range->last, file->size);
+	add_file_headers(exchange->req, file, file->content_type, length);
+	add_header(exchange->req, "Content-Range", content_range);
+	if (exchange_is_head(exchange)) {
+		send_headers_only(exchange, 206);
+		return;
+	}
+	struct single_part single = {file, range};
+	stream_body(exchange, 206, length, fill_single_part, &single);
+}
+
+struct multipart_body {
+	const struct response_file *file;
+	const struct byte_range *parts;
+	size_t count;
+	char boundary[MULTIPART_BOUNDARY_MAX];
+};
+
+static void fill_multipart(struct evbuffer *body, const void *context)
+{
+	const struct multipart_body *multipart = context;
+	char text[MULTIPART_HEADER_MAX];
+	for (size_t i = 0; i < multipart->count; i++) {
+		size_t length = multipart_part_header(text, sizeof(text), multipart->boundary,
+						      multipart->file->content_type,
+						      &multipart->parts[i], multipart->file->size);
+		evbuffer_add(body, text, length);
+		add_part(body, multipart->file, &multipart->parts[i]);
+	}
+	evbuffer_add(body, text, multipart_closing(text, sizeof(text), multipart->boundary));
+}
+
+/* A boundary unique enough that it cannot occur in the parts by accident. */
+static void make_boundary(char out[MULTIPART_BOUNDARY_MAX])
+{
+	static _Atomic uint64_t counter;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t mixed = ((uint64_t)now.tv_sec << 30) ^ (uint64_t)now.tv_nsec;
+	snprintf(out, MULTIPART_BOUNDARY_MAX, "%016" PRIx64 "%08" PRIx64, mixed,
+		 (uint64_t)++counter & 0xffffffffu);
+}
+
+void response_send_multipart(struct exchange *exchange, const struct response_file *file,
+			     const struct byte_range *parts, size_t count)
+{
+	struct multipart_body multipart = {file, parts, count, {0}};
+	char content_type[MULTIPART_BOUNDARY_MAX + 64];
+	make_boundary(multipart.boundary);
+	multipart_content_type(content_type, sizeof(content_type), multipart.boundary);
+	uint64_t length =
+		multipart_body_length(multipart.boundary, file->content_type, parts, count, file->size);
+
+	add_file_headers(exchange->req, file, content_type, length);
+	if (exchange_is_head(exchange)) {
+		send_headers_only(exchange, 206);
+		return;
+	}
+	stream_body(exchange, 206, length, fill_multipart, &multipart);
+}
+
+void response_send_unsatisfiable(struct exchange *exchange, const struct response_file *file)
+{
+	char content_range[40];
+	snprintf(content_range, sizeof(content_range), "bytes */%" PRIu64, file->size);
+	add_header(exchange->req, "Content-Range", content_range);
+	response_send_error(exchange, 416);
+}
+
+void response_send_not_modified(struct exchange *exchange, const struct response_file *file)
+{
+	/* evhttp sends no body and no Content-Length for 304. */
+	add_validator_headers(exchange->req, file);
+	send_headers_only(exchange, 304);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "exchange.h"
+#include "range.h"
 #include "validators.h"
 
 /* The seconds a 503 asks clients to wait before retrying. */
@@ -20,7 +21,9 @@
 struct response_file {
 	struct evbuffer_file_segment *segment; /* borrowed: the caller keeps its reference */
 	uint64_t size;
+	time_t mtime;
 	const char *content_type;
+	const char *cache_control; /* NULL for none */
 	char etag[ETAG_MAX];
 	char last_modified[HTTP_DATE_MAX];
 };
@@ -34,8 +37,22 @@ void response_send_error(struct exchange *exchange, int status);
 /* Sends a short text/plain 200 with body. */
 void response_send_text(struct exchange *exchange, int status, const char *body);
 
-/* Sends the whole file with 200: validators, Accept-Ranges, then the bytes by sendfile. */
+/* 200 with the whole file: validators, Accept-Ranges, then the bytes by sendfile. */
 void response_send_file(struct exchange *exchange, const struct response_file *file);
+
+/* 206 with one range (Content-Range) of the file. */
+void response_send_range(struct exchange *exchange, const struct response_file *file,
+			 const struct byte_range *range);
+
+/* 206 multipart/byteranges with several ranges, each part's bytes by sendfile. */
+void response_send_multipart(struct exchange *exchange, const struct response_file *file,
+			     const struct byte_range *parts, size_t count);
+
+/* 416 with "Content-Range: bytes * /size". */
+void response_send_unsatisfiable(struct exchange *exchange, const struct response_file *file);
+
+/* 304 with the validators and Cache-Control, no body. */
+void response_send_not_modified(struct exchange *exchange, const struct response_file *file);
 
 /* The reason phrase for a status. */
 const char *response_reason(int status);

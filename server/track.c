@@ -15,9 +15,10 @@
 #include "log.h"
 #include "media.h"
 #include "response.h"
+#include "serve.h"
 #include "worker.h"
 
-static void serve_file(struct exchange *exchange, const char *mid, const char *path)
+static void open_and_serve(struct exchange *exchange, const char *mid, const char *path)
 {
 	const struct service *service = exchange->worker->service;
 	struct media_file file;
@@ -32,7 +33,9 @@ static void serve_file(struct exchange *exchange, const char *mid, const char *p
 
 	struct response_file response = {
 		.size = file.size,
+		.mtime = file.mtime.tv_sec,
 		.content_type = content_type_for_path(file.resolved_path),
+		.cache_control = service->config->cache_control,
 	};
 	etag_format(response.etag, file.mtime, file.size);
 	http_date_format(response.last_modified, file.mtime.tv_sec);
@@ -44,7 +47,7 @@ static void serve_file(struct exchange *exchange, const char *mid, const char *p
 		response_send_error(exchange, 500);
 		return;
 	}
-	response_send_file(exchange, &response);
+	serve_file(exchange, &response);
 	/* The response holds its own reference while the bytes go out. */
 	evbuffer_file_segment_free(response.segment);
 }
@@ -54,7 +57,7 @@ static void respond_to_lookup(struct exchange *exchange)
 	struct lookup_job *job = &exchange->job;
 	switch (job->status) {
 	case LOOKUP_FOUND:
-		serve_file(exchange, job->mid, job->path);
+		open_and_serve(exchange, job->mid, job->path);
 		return;
 	case LOOKUP_NOT_FOUND:
 		log_debug("mid=%s: no such document", job->mid);
