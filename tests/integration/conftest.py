@@ -138,7 +138,7 @@ class RestartableDatabase:
         finally:
             self.client.close()
             if self.server:
-                self.server.stop()
+                self.server.stop(kill=True)  # its data is thrown away anyway
 
     @property
     def running(self):

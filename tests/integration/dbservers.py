@@ -223,7 +223,7 @@ class ScratchDatabase:
         coll = self.client[self.name][collection or self.collection_name]
         return str(coll.insert_one(dict(doc)).inserted_id)
 
-    def insert_track(self, path, collection=None, path_field=None, **fields):
+    def insert_track(self, path, /, collection=None, path_field=None, **fields):
         """Insert {<path field>: path, **fields}; return the ObjectId as 24 hex digits."""
         doc = {path_field or self.path_field: path}
         doc.update(fields)
