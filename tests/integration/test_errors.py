@@ -1,0 +1,162 @@
+"""Every way a request can fail: 400, 404, 405, with short text/plain bodies and log lines."""
+
+import os
+
+import requests
+from bson import ObjectId
+
+import httpraw
+from assertions import assert_error
+from support import scaled
+
+TIMEOUT = scaled(10)
+
+
+def get(server, target, method="GET"):
+    return requests.request(method, server.url + target, timeout=TIMEOUT)
+
+
+def assert_nothing_leaked(resp, path):
+    """An error answer about path carries neither the path nor any of the file's bytes."""
+    body = resp.content
+    assert str(path).encode() not in body
+    assert os.path.basename(str(path)).encode() not in body
+    data = open(path, "rb").read() if os.path.exists(path) else b""
+    if data:
+        assert data[:16] not in body and data[4096:4160] not in body
+    assert resp.headers.get("Content-Length") != str(len(data))
+
+
+def test_malformed_object_id_is_400(server, library):
+    library.add(library.media.short, "short.mp3")
+    bad_ids = [
+        "123",                              # too short
+        "0123456789abcdef0123456",          # 23 digits
+        "0123456789abcdef012345678",        # 25 digits
+        "0123456789abcdef0123456g",         # 24 characters, one not hex
+        "zzzzzzzzzzzzzzzzzzzzzzzz",
+        "0123456789abcdef0123456%20",
+        "%30123456789abcdef012345",         # percent-encoded digit: not 24 hex digits as sent
+    ]
+    for bad in bad_ids:
+        resp = get(server, f"/musicdb/{bad}/a.mp3")
+        assert_error(resp, 400)
+
+
+def test_paths_off_the_route_are_404(server, library):
+    track = library.add(library.media.short, "short.mp3")
+    for target in ["/", "/index.html", "/favicon.ico", "/musicdb", "/musicdb/" + track.id,
+                   "/music/" + track.id + "/short.mp3", "/MUSICDB/" + track.id + "/short.mp3",
+                   "/x/musicdb/" + track.id + "/short.mp3"]:
+        resp = get(server, target)
+        assert_error(resp, 404)
+        assert track.path.read_bytes()[:16] not in resp.content
+
+
+def test_other_methods_on_the_route_are_405_with_allow(server, library):
+    track = library.add(library.media.short, "short.mp3")
+    for method in ["POST", "PUT", "DELETE", "OPTIONS", "PATCH"]:
+        resp = get(server, track.url_path, method=method)
+        assert_error(resp, 405)
+        assert resp.headers.get("Allow") == "GET, HEAD", method
+    # and the track itself is untouched and still served
+    assert get(server, track.url_path).content == track.data
+
+
+def test_head_of_a_missing_document_is_404_without_body(server):
+    resp, rest = httpraw.exchange(server.port, "HEAD", f"/musicdb/{ObjectId()}/a.mp3")
+    assert_error(resp, 404, head=True)
+    assert rest == b""
+
+
+def test_no_such_document_is_404(server, library):
+    library.add(library.media.short, "short.mp3")
+    resp = get(server, f"/musicdb/{ObjectId()}/short.mp3")
+    assert_error(resp, 404)
+
+
+def test_document_without_a_string_path_is_404_and_logged(server, library, db):
+    ids = {
+        "missing": db.insert({"title": "no path at all"}),
+        "null": db.insert({"path": None}),
+        "number": db.insert({"path": 42}),
+        "array": db.insert({"path": [str(library.place(library.media.short, "a.mp3"))]}),
+        "object": db.insert({"path": {"file": "a.mp3"}}),
+    }
+    for kind, oid in ids.items():
+        resp = get(server, f"/musicdb/{oid}/a.mp3")
+        assert_error(resp, 404)
+        assert server.wait_for_stderr(oid), kind
+
+
+def test_path_outside_every_media_root_is_404_and_logged(server, library, tmp_path):
+    outside = library.place(library.media.short, "secret.mp3", root=tmp_path / "outside")
+    track = library.add_document(outside, "secret.mp3")
+    resp = get(server, track.url_path)
+    assert_error(resp, 404)
+    assert_nothing_leaked(resp, outside)
+    server.wait_for_stderr(track.id)
+
+
+def test_dotdot_path_leaving_the_media_root_is_404(server, library, tmp_path):
+    outside = library.place(library.media.short, "secret.mp3", root=tmp_path / "outside")
+    sneaky = f"{library.root}/../outside/secret.mp3"
+    assert os.path.exists(sneaky)
+    track = library.add_document(sneaky, "secret.mp3")
+    resp = get(server, track.url_path)
+    assert_error(resp, 404)
+    assert_nothing_leaked(resp, outside)
+    server.wait_for_stderr(track.id)
+
+
+def test_sibling_directory_sharing_the_root_prefix_is_404(server, library, tmp_path):
+    # media root .../media; file in .../media-private: a string prefix check would let it out
+    sibling = tmp_path / (library.root.name + "-private")
+    outside = library.place(library.media.short, "secret.mp3", root=sibling)
+    track = library.add_document(outside, "secret.mp3")
+    resp = get(server, track.url_path)
+    assert_error(resp, 404)
+    assert_nothing_leaked(resp, outside)
+    server.wait_for_stderr(track.id)
+
+
+def test_symlink_inside_the_root_pointing_outside_is_404_and_logged(server, library, tmp_path):
+    outside = library.place(library.media.short, "secret.mp3", root=tmp_path / "outside")
+    link = library.root / "innocent.mp3"
+    link.symlink_to(outside)
+    track = library.add_document(link, "innocent.mp3")
+    resp = get(server, track.url_path)
+    assert_error(resp, 404)
+    assert_nothing_leaked(resp, outside)
+    server.wait_for_stderr(track.id)
+
+
+def test_symlinked_directory_inside_the_root_pointing_outside_is_404(server, library, tmp_path):
+    outside = library.place(library.media.short, "secret.mp3", root=tmp_path / "outside")
+    (library.root / "door").symlink_to(outside.parent, target_is_directory=True)
+    track = library.add_document(library.root / "door" / "secret.mp3", "secret.mp3")
+    resp = get(server, track.url_path)
+    assert_error(resp, 404)
+    assert_nothing_leaked(resp, outside)
+    server.wait_for_stderr(track.id)
+
+
+def test_a_directory_is_404(server, library):
+    (library.root / "album").mkdir()
+    track = library.add_document(library.root / "album", "album.mp3")
+    assert_error(get(server, track.url_path), 404)
+
+
+def test_deleted_file_is_404(server, library):
+    track = library.add(library.media.short, "gone.mp3")
+    assert get(server, track.url_path).status_code == 200
+    track.path.unlink()
+    resp = get(server, track.url_path)
+    assert_error(resp, 404)
+    server.wait_for_stderr(track.id)
+
+
+def test_file_that_never_existed_is_404_and_logged(server, library):
+    track = library.add_document(library.root / "never-there.mp3", "never-there.mp3")
+    assert_error(get(server, track.url_path), 404)
+    server.wait_for_stderr(track.id)
