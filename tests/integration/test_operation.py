@@ -1,0 +1,111 @@
+"""Running musicd: the access log, and stopping with SIGTERM/SIGINT."""
+
+import datetime
+import hashlib
+import re
+import signal
+import socket
+import time
+
+import pytest
+import requests
+from bson import ObjectId
+
+import httpraw
+from media import sha256_file
+from support import scaled, wait_until
+
+TIMEOUT = scaled(10)
+
+COMBINED = re.compile(
+    r'^(?P<host>\S+) - - \[(?P<time>\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4})\] '
+    r'"(?P<request>[^"]*)" (?P<status>\d{3}) (?P<bytes>\d+|-) '
+    r'"(?P<referer>[^"]*)" "(?P<agent>[^"]*)" (?P<seconds>\d+(\.\d+)?)$')
+
+
+def parse_access_line(line):
+    m = COMBINED.match(line)
+    assert m, f"not combined log format + response time: {line!r}"
+    return m.groupdict()
+
+
+def test_access_log_has_one_combined_line_per_request(server, library):
+    track = library.add(library.media.short, "short.mp3")
+    missing = f"/musicdb/{ObjectId()}/gone.mp3"
+    before = time.time()
+    requests.get(server.url + track.url_path, timeout=TIMEOUT,
+                 headers={"User-Agent": "TestPlayer/1.0", "Referer": "http://example.test/p"})
+    requests.head(server.url + track.url_path, timeout=TIMEOUT)
+    requests.get(server.url + missing, timeout=TIMEOUT)
+    requests.get(server.url + "/musicdb/123/x.mp3", timeout=TIMEOUT)
+    lines = server.wait_for_access_log(4)
+    time.sleep(0.2)
+    lines = server.access_log_lines()
+    assert len(lines) == 4, lines
+    entries = [parse_access_line(line) for line in lines]
+    get, head, notfound, bad = entries
+    assert get["host"] == "127.0.0.1"
+    assert get["request"] == f"GET {track.url_path} HTTP/1.1"
+    assert get["status"] == "200" and get["bytes"] == str(track.size)
+    assert get["referer"] == "http://example.test/p" and get["agent"] == "TestPlayer/1.0"
+    assert head["request"] == f"HEAD {track.url_path} HTTP/1.1"
+    assert head["status"] == "200" and head["bytes"] in ("0", "-")
+    assert head["referer"] == "-"
+    assert head["agent"].startswith("python-requests/")
+    assert notfound["request"] == f"GET {missing} HTTP/1.1" and notfound["status"] == "404"
+    assert bad["status"] == "400"
+    for e in entries:
+        logged = datetime.datetime.strptime(e["time"], "%d/%b/%Y:%H:%M:%S %z").timestamp()
+        assert before - 2 <= logged <= time.time() + 2, e["time"]
+        assert float(e["seconds"]) < scaled(5)
+
+
+def test_access_log_dash_writes_to_stdout(musicd, library):
+    track = library.add(library.media.short, "short.mp3")
+    server = musicd.start(access_log="-")
+    requests.get(server.url + track.url_path, timeout=TIMEOUT)
+
+    def logged():
+        return [line for line in server.stdout_text().splitlines() if track.url_path in line]
+    lines = wait_until(logged, scaled(5), message="the access log line on stdout")
+    assert parse_access_line(lines[0])["status"] == "200"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_stops_musicd_with_status_0(server, library, sig):
+    track = library.add(library.media.short, "short.mp3")
+    assert requests.get(server.url + track.url_path, timeout=TIMEOUT).status_code == 200
+    assert server.stop(sig) == 0
+    assert not server.running
+
+
+def _probe(port):
+    """What a new client gets: 'refused', 'no answer' or 'served'."""
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=0.5)
+    except OSError:
+        return "refused"
+    with s:
+        try:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.settimeout(0.5)
+            return "served" if s.recv(1) else "no answer"
+        except OSError:
+            return "no answer"
+
+
+def test_sigterm_lets_the_download_in_flight_finish(server, library):
+    big = library.add(library.media.big, "big.mp3")
+    s = httpraw.connect(server.port, timeout=TIMEOUT, rcvbuf=8192)
+    s.sendall(httpraw.request_bytes("GET", big.url_path, headers={"Connection": "close"}))
+    reader = httpraw.Reader(s)
+    head = reader.read_until(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    first = reader.read_exactly(65536)
+    server.send_signal(signal.SIGTERM)
+    wait_until(lambda: _probe(server.port) != "served", scaled(3),
+               message="musicd to stop taking new requests")
+    body = first + reader.read_exactly(big.size - len(first))
+    s.close()
+    assert hashlib.sha256(body).hexdigest() == sha256_file(big.path)
+    assert server.wait() == 0
