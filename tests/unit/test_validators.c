@@ -1,0 +1,409 @@
+/*
+ * Unit tests for server/validators.h: the strong ETag built from a file's
+ * mtime and size, the IMF-fixdate formatter, and the parser for the three
+ * HTTP-date forms of RFC 9110 section 5.6.7 (IMF-fixdate, RFC 850, asctime).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "validators.h"
+
+/* RFC 9110's example instant: Sun, 06 Nov 1994 08:49:37 GMT. */
+#define EXAMPLE_TIME 784111777
+/* The last second an IMF-fixdate's four-digit year can carry. */
+#define LAST_SECOND_OF_9999 253402300799LL
+
+static void format_etag(char out[ETAG_MAX], time_t seconds, long nanoseconds, uint64_t size)
+{
+	struct timespec mtime = {.tv_sec = seconds, .tv_nsec = nanoseconds};
+	etag_format(out, mtime, size);
+}
+
+static void assert_date_formats_as(time_t t, const char *expected)
+{
+	/* Exactly HTTP_DATE_MAX bytes on the heap, so ASan sees any overrun. */
+	char *out = malloc(HTTP_DATE_MAX);
+	assert_non_null(out);
+	http_date_format(out, t);
+	assert_string_equal(out, expected);
+	free(out);
+}
+
+static void assert_date_parses_to(const char *text, time_t expected)
+{
+	time_t parsed = -12345;
+	if (http_date_parse(text, &parsed) != 0)
+		fail_msg("http_date_parse(\"%s\") failed, expected %lld", text, (long long)expected);
+	if (parsed != expected)
+		fail_msg("http_date_parse(\"%s\") gave %lld, expected %lld", text, (long long)parsed,
+			 (long long)expected);
+}
+
+static void assert_date_rejected(const char *text)
+{
+	time_t parsed = 0;
+	if (http_date_parse(text, &parsed) != -1)
+		fail_msg("http_date_parse(\"%s\") accepted it as %lld", text ? text : "(null)",
+			 (long long)parsed);
+}
+
+/* etag_format */
+
+static void test_etag_is_seconds_nanoseconds_and_size_in_hex(void **state)
+{
+	(void)state;
+	char etag[ETAG_MAX];
+	format_etag(etag, EXAMPLE_TIME, 123456789, 4096);
+	assert_string_equal(etag, "\"2ebc98a1075bcd15-1000\"");
+}
+
+static void test_etag_pads_nanoseconds_to_eight_digits(void **state)
+{
+	(void)state;
+	char etag[ETAG_MAX];
+	format_etag(etag, EXAMPLE_TIME, 0, 0);
+	assert_string_equal(etag, "\"2ebc98a100000000-0\"");
+	format_etag(etag, 1, 1, 1);
+	assert_string_equal(etag, "\"100000001-1\"");
+}
+
+static void test_etag_is_quoted_and_strong(void **state)
+{
+	(void)state;
+	char etag[ETAG_MAX];
+	format_etag(etag, EXAMPLE_TIME, 5, 10);
+	size_t length = strlen(etag);
+	assert_true(length >= 2);
+	assert_int_equal(etag[0], '"');
+	assert_int_equal(etag[length - 1], '"');
+	assert_null(strstr(etag, "W/"));
+	assert_null(memchr(etag + 1, '"', length - 2));
+}
+
+static void test_etag_differs_when_nanoseconds_differ(void **state)
+{
+	(void)state;
+	char a[ETAG_MAX], b[ETAG_MAX];
+	format_etag(a, EXAMPLE_TIME, 1, 4096);
+	format_etag(b, EXAMPLE_TIME, 2, 4096);
+	assert_string_not_equal(a, b);
+}
+
+static void test_etag_differs_when_seconds_differ(void **state)
+{
+	(void)state;
+	char a[ETAG_MAX], b[ETAG_MAX];
+	format_etag(a, EXAMPLE_TIME, 0, 4096);
+	format_etag(b, EXAMPLE_TIME + 1, 0, 4096);
+	assert_string_not_equal(a, b);
+}
+
+static void test_etag_differs_when_size_differs(void **state)
+{
+	(void)state;
+	char a[ETAG_MAX], b[ETAG_MAX];
+	format_etag(a, EXAMPLE_TIME, 0, 4096);
+	format_etag(b, EXAMPLE_TIME, 0, 4097);
+	assert_string_not_equal(a, b);
+}
+
+static void test_etag_does_not_confuse_seconds_with_nanoseconds(void **state)
+{
+	(void)state;
+	char a[ETAG_MAX], b[ETAG_MAX];
+	format_etag(a, 0x1, 0x10, 7);
+	format_etag(b, 0x10, 0x1, 7);
+	assert_string_not_equal(a, b);
+}
+
+static void test_etag_of_the_largest_values_fits(void **state)
+{
+	(void)state;
+	char *etag = malloc(ETAG_MAX);
+	assert_non_null(etag);
+	format_etag(etag, INT64_MAX, 999999999, UINT64_MAX);
+	assert_string_equal(etag, "\"7fffffffffffffff3b9ac9ff-ffffffffffffffff\"");
+	free(etag);
+}
+
+/* http_date_format */
+
+static void test_date_formats_the_rfc_example(void **state)
+{
+	(void)state;
+	assert_date_formats_as(EXAMPLE_TIME, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+
+static void test_date_formats_the_epoch(void **state)
+{
+	(void)state;
+	assert_date_formats_as(0, "Thu, 01 Jan 1970 00:00:00 GMT");
+}
+
+static void test_date_formats_a_leap_day(void **state)
+{
+	(void)state;
+	assert_date_formats_as(951782400, "Tue, 29 Feb 2000 00:00:00 GMT");
+}
+
+static void test_date_formats_past_2038(void **state)
+{
+	(void)state;
+	assert_date_formats_as(2147483648LL, "Tue, 19 Jan 2038 03:14:08 GMT");
+	assert_date_formats_as(4102444800LL, "Fri, 01 Jan 2100 00:00:00 GMT");
+}
+
+static void test_date_formats_the_last_second_of_9999(void **state)
+{
+	(void)state;
+	assert_date_formats_as(LAST_SECOND_OF_9999, "Fri, 31 Dec 9999 23:59:59 GMT");
+}
+
+static void test_date_past_9999_still_fits_the_buffer(void **state)
+{
+	(void)state;
+	char *out = malloc(HTTP_DATE_MAX);
+	assert_non_null(out);
+	http_date_format(out, LAST_SECOND_OF_9999 + 1);
+	assert_int_equal(strlen(out), HTTP_DATE_MAX - 1);
+	assert_string_equal(out + HTTP_DATE_MAX - 1 - 4, " GMT");
+	free(out);
+}
+
+/* http_date_parse: the three forms */
+
+static void test_parses_imf_fixdate(void **state)
+{
+	(void)state;
+	assert_date_parses_to("Sun, 06 Nov 1994 08:49:37 GMT", EXAMPLE_TIME);
+}
+
+static void test_parses_rfc850_date(void **state)
+{
+	(void)state;
+	assert_date_parses_to("Sunday, 06-Nov-94 08:49:37 GMT", EXAMPLE_TIME);
+}
+
+static void test_parses_rfc850_date_with_the_longest_day_name(void **state)
+{
+	(void)state;
+	assert_date_parses_to("Wednesday, 09-Nov-94 08:49:37 GMT", EXAMPLE_TIME + 3 * 86400);
+}
+
+static void test_parses_asctime_date_with_a_one_digit_day(void **state)
+{
+	(void)state;
+	assert_date_parses_to("Sun Nov  6 08:49:37 1994", EXAMPLE_TIME);
+}
+
+static void test_parses_asctime_date_with_a_two_digit_day(void **state)
+{
+	(void)state;
+	assert_date_parses_to("Thu Nov 24 08:49:37 1994", 785666977);
+}
+
+static void test_parses_the_epoch(void **state)
+{
+	(void)state;
+	assert_date_parses_to("Thu, 01 Jan 1970 00:00:00 GMT", 0);
+}
+
+/* Writes the RFC 850 form of midnight, 1 January of year, with a two-digit year. */
+static void format_rfc850_new_year(char *out, size_t size, int year, time_t *instant)
+{
+	static const char *const days[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+					   "Thursday", "Friday", "Saturday"};
+	struct tm tm = {.tm_year = year - 1900, .tm_mday = 1};
+	*instant = timegm(&tm);
+	struct tm utc;
+	gmtime_r(instant, &utc);
+	snprintf(out, size, "%s, 01-Jan-%02d 00:00:00 GMT", days[utc.tm_wday], year % 100);
+}
+
+static int current_year(void)
+{
+	time_t now = time(NULL);
+	struct tm utc;
+	gmtime_r(&now, &utc);
+	return utc.tm_year + 1900;
+}
+
+/* RFC 9110 section 5.6.7: only a two-digit year more than 50 years ahead means the past. */
+static void test_rfc850_year_ten_years_ahead_is_in_the_future(void **state)
+{
+	(void)state;
+	char text[64];
+	time_t expected;
+	format_rfc850_new_year(text, sizeof(text), current_year() + 10, &expected);
+	assert_date_parses_to(text, expected);
+}
+
+static void test_rfc850_year_45_years_ahead_is_in_the_future(void **state)
+{
+	(void)state;
+	char text[64];
+	time_t expected;
+	format_rfc850_new_year(text, sizeof(text), current_year() + 45, &expected);
+	assert_date_parses_to(text, expected);
+}
+
+static void test_rfc850_year_more_than_50_years_ahead_is_in_the_past(void **state)
+{
+	(void)state;
+	char text[64];
+	time_t expected;
+	/* Read as this century, the two digits would be 60 years ahead. */
+	format_rfc850_new_year(text, sizeof(text), current_year() + 60 - 100, &expected);
+	assert_date_parses_to(text, expected);
+}
+
+/* http_date_parse: rejections */
+
+static void test_rejects_empty_and_null(void **state)
+{
+	(void)state;
+	assert_date_rejected("");
+	assert_date_rejected(NULL);
+}
+
+static void test_rejects_garbage(void **state)
+{
+	(void)state;
+	assert_date_rejected("garbage");
+	assert_date_rejected("784111777");
+	assert_date_rejected("1994-11-06T08:49:37Z");
+	assert_date_rejected("Sun");
+	assert_date_rejected(",");
+}
+
+static void test_rejects_trailing_junk(void **state)
+{
+	(void)state;
+	assert_date_rejected("Sun, 06 Nov 1994 08:49:37 GMT ");
+	assert_date_rejected("Sun, 06 Nov 1994 08:49:37 GMTx");
+	assert_date_rejected("Sunday, 06-Nov-94 08:49:37 GMT;");
+	assert_date_rejected("Sun Nov  6 08:49:37 1994 GMT");
+	assert_date_rejected("Sun Nov  6 08:49:37 19945");
+}
+
+static void test_rejects_truncated_dates(void **state)
+{
+	(void)state;
+	assert_date_rejected("Sun, 06 Nov 1994 08:49:37");
+	assert_date_rejected("Sun, 06 Nov 1994");
+	assert_date_rejected("Sun, 06 No");
+	assert_date_rejected("Sunday, 06-Nov-94");
+	assert_date_rejected("Sun Nov  6 08:49:37");
+}
+
+static void test_rejects_a_zone_other_than_gmt(void **state)
+{
+	(void)state;
+	assert_date_rejected("Sun, 06 Nov 1994 08:49:37 UTC");
+	assert_date_rejected("Sun, 06 Nov 1994 08:49:37 +0000");
+}
+
+static void test_rejects_a_bad_month(void **state)
+{
+	(void)state;
+	assert_date_rejected("Sun, 06 Foo 1994 08:49:37 GMT");
+	assert_date_rejected("Sun, 06 nov 1994 08:49:37 GMT");
+	assert_date_rejected("Sunday, 06-Xyz-94 08:49:37 GMT");
+	assert_date_rejected("Sun Bar  6 08:49:37 1994");
+}
+
+static void test_rejects_out_of_range_fields(void **state)
+{
+	(void)state;
+	assert_date_rejected("Sun, 00 Nov 1994 08:49:37 GMT");
+	assert_date_rejected("Sun, 32 Nov 1994 08:49:37 GMT");
+	assert_date_rejected("Sun, 06 Nov 1994 24:49:37 GMT");
+	assert_date_rejected("Sun, 06 Nov 1994 08:60:37 GMT");
+	assert_date_rejected("Sun, 06 Nov 1994 08:49:61 GMT");
+	assert_date_rejected("Sunday, 06-Nov-94 25:00:00 GMT");
+	assert_date_rejected("Sun Nov 40 08:49:37 1994");
+}
+
+static void test_rejects_wrong_digit_counts(void **state)
+{
+	(void)state;
+	assert_date_rejected("Sun, 6 Nov 1994 08:49:37 GMT");
+	assert_date_rejected("Sun, 06 Nov 94 08:49:37 GMT");
+	assert_date_rejected("Sun, 06 Nov 1994 8:49:37 GMT");
+	assert_date_rejected("Sunday, 06-Nov-1994 08:49:37 GMT");
+	assert_date_rejected("Sun Nov  6 08:49:37 94");
+}
+
+static void test_rejects_wrong_separators(void **state)
+{
+	(void)state;
+	assert_date_rejected("Sun, 06-Nov-1994 08:49:37 GMT");
+	assert_date_rejected("Sun 06 Nov 1994 08:49:37 GMT");
+	assert_date_rejected("Sun, 06 Nov 1994 08.49.37 GMT");
+	assert_date_rejected("Sunday, 06 Nov 94 08:49:37 GMT");
+}
+
+/* Round trip */
+
+static void test_formatted_dates_parse_back_to_the_same_time(void **state)
+{
+	(void)state;
+	const time_t times[] = {0,	     1,		     EXAMPLE_TIME, 951782400,
+				1700000000,  2147483647,     2147483648LL, 4102444800LL,
+				LAST_SECOND_OF_9999};
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		char text[HTTP_DATE_MAX];
+		http_date_format(text, times[i]);
+		time_t parsed = -1;
+		assert_int_equal(http_date_parse(text, &parsed), 0);
+		assert_int_equal(parsed, times[i]);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_etag_is_seconds_nanoseconds_and_size_in_hex),
+		cmocka_unit_test(test_etag_pads_nanoseconds_to_eight_digits),
+		cmocka_unit_test(test_etag_is_quoted_and_strong),
+		cmocka_unit_test(test_etag_differs_when_nanoseconds_differ),
+		cmocka_unit_test(test_etag_differs_when_seconds_differ),
+		cmocka_unit_test(test_etag_differs_when_size_differs),
+		cmocka_unit_test(test_etag_does_not_confuse_seconds_with_nanoseconds),
+		cmocka_unit_test(test_etag_of_the_largest_values_fits),
+		cmocka_unit_test(test_date_formats_the_rfc_example),
+		cmocka_unit_test(test_date_formats_the_epoch),
+		cmocka_unit_test(test_date_formats_a_leap_day),
+		cmocka_unit_test(test_date_formats_past_2038),
+		cmocka_unit_test(test_date_formats_the_last_second_of_9999),
+		cmocka_unit_test(test_date_past_9999_still_fits_the_buffer),
+		cmocka_unit_test(test_parses_imf_fixdate),
+		cmocka_unit_test(test_parses_rfc850_date),
+		cmocka_unit_test(test_parses_rfc850_date_with_the_longest_day_name),
+		cmocka_unit_test(test_parses_asctime_date_with_a_one_digit_day),
+		cmocka_unit_test(test_parses_asctime_date_with_a_two_digit_day),
+		cmocka_unit_test(test_parses_the_epoch),
+		cmocka_unit_test(test_rfc850_year_ten_years_ahead_is_in_the_future),
+		cmocka_unit_test(test_rfc850_year_45_years_ahead_is_in_the_future),
+		cmocka_unit_test(test_rfc850_year_more_than_50_years_ahead_is_in_the_past),
+		cmocka_unit_test(test_rejects_empty_and_null),
+		cmocka_unit_test(test_rejects_garbage),
+		cmocka_unit_test(test_rejects_trailing_junk),
+		cmocka_unit_test(test_rejects_truncated_dates),
+		cmocka_unit_test(test_rejects_a_zone_other_than_gmt),
+		cmocka_unit_test(test_rejects_a_bad_month),
+		cmocka_unit_test(test_rejects_out_of_range_fields),
+		cmocka_unit_test(test_rejects_wrong_digit_counts),
+		cmocka_unit_test(test_rejects_wrong_separators),
+		cmocka_unit_test(test_formatted_dates_parse_back_to_the_same_time),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
