@@ -61,6 +61,20 @@ static const struct option_spec options[] = {
 	 "database lookup threads (default 8)"},
 	{"lookup-timeout", "MS", OPTION_UNSIGNED, FIELD(lookup_timeout_ms), 1, 600000,
 	 "deadline for a database lookup before answering 503 (default 2000)"},
+	{"max-pending-lookups", "N", OPTION_UNSIGNED, FIELD(max_pending_lookups), 1, 1000000,
+	 "lookups queued or running before new ones get 503 at once (default 1024)"},
+	{"lookup-cache-entries", "N", OPTION_UNSIGNED, FIELD(lookup_cache_entries), 0, 100000000,
+	 "ids whose paths are remembered; 0 disables the lookup cache (default 10000)"},
+	{"lookup-cache-ttl", "SECONDS", OPTION_UNSIGNED, FIELD(lookup_cache_ttl), 0, 86400,
+	 "how long a found path is reused without asking the database (default 30)"},
+	{"lookup-cache-negative-ttl", "SECONDS", OPTION_UNSIGNED, FIELD(lookup_cache_negative_ttl),
+	 0, 86400, "how long \"no such document\" is remembered (default 5)"},
+	{"open-file-cache-entries", "N", OPTION_UNSIGNED, FIELD(open_file_cache_entries), 0,
+	 1000000, "files kept open between requests; 0 disables the cache (default 1000)"},
+	{"open-file-cache-valid", "SECONDS", OPTION_UNSIGNED, FIELD(open_file_cache_valid), 0,
+	 86400, "how often a cached file is checked against the disk (default 5)"},
+	{"open-file-cache-inactive", "SECONDS", OPTION_UNSIGNED, FIELD(open_file_cache_inactive), 1,
+	 86400, "how long an unused cached file stays open (default 60)"},
 	{"access-log", "FILE|-|off", OPTION_STRING_OR_OFF, FIELD(access_log), 0, 0,
 	 "combined-format access log: a file, - for stdout, or off (default off)"},
 	{"cache-control", "VALUE|off", OPTION_STRING_OR_OFF, FIELD(cache_control), 0, 0,
@@ -118,6 +132,13 @@ void config_init(struct config *config)
 	config->access_log = NULL;
 	config->cache_control = strdup("public, max-age=86400");
 	config->max_ranges = RANGE_DEFAULT_MAX_PARTS;
+	config->max_pending_lookups = 1024;
+	config->lookup_cache_entries = 10000;
+	config->lookup_cache_ttl = 30;
+	config->lookup_cache_negative_ttl = 5;
+	config->open_file_cache_entries = 1000;
+	config->open_file_cache_valid = 5;
+	config->open_file_cache_inactive = 60;
 	config->log_level = LOG_LEVEL_INFO;
 }
 

@@ -32,6 +32,13 @@ struct config {
 	char *access_log;	    /* a path, "-" for stdout, or NULL for off */
 	char *cache_control;	    /* sent on 200, 206 and 304; NULL for off */
 	unsigned max_ranges;	    /* more ranges than this in one request: 200, whole file */
+	unsigned max_pending_lookups;	  /* queued or running; beyond it, 503 at once */
+	unsigned lookup_cache_entries;	  /* 0 disables the lookup cache */
+	unsigned lookup_cache_ttl;	  /* seconds a found path is reused */
+	unsigned lookup_cache_negative_ttl; /* seconds "no such document" is reused */
+	unsigned open_file_cache_entries; /* 0 disables the open-file cache */
+	unsigned open_file_cache_valid;	  /* seconds between checks of a cached file on disk */
+	unsigned open_file_cache_inactive; /* seconds unused before a cached file is closed */
 	enum log_level log_level;
 };
 

@@ -8,7 +8,9 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <mongoc/mongoc.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +30,6 @@
 
 #define EXIT_CONFIG 2
 #define SHUTDOWN_GRACE_MS 10000
-/* Lookups queued or running before new ones are refused with 503. */
-#define MAX_QUEUED_LOOKUPS 1024
 
 static void on_mongoc_log(mongoc_log_level_t level, const char *domain, const char *message,
 			  void *unused)
@@ -71,6 +71,38 @@ static void block_stop_signals(sigset_t *stop_signals)
 	sigaddset(stop_signals, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, stop_signals, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Raises the descriptor limit to the hard limit: each connection needs one. */
+static void raise_descriptor_limit(const struct config *config)
+{
+	struct rlimit limit;
+	if (getrlimit(RLIMIT_NOFILE, &limit) < 0)
+		return;
+	if (limit.rlim_cur < limit.rlim_max) {
+		limit.rlim_cur = limit.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &limit) < 0)
+			log_warn("cannot raise the descriptor limit: %s", strerror(errno));
+	}
+	getrlimit(RLIMIT_NOFILE, &limit);
+	/* Reserve the listeners, the log files, libmongoc's sockets and cached files. */
+	long reserved = (long)config->workers + (long)config->lookup_threads * 2 +
+			(long)config->open_file_cache_entries + 64;
+	long connections = (long)limit.rlim_cur - reserved;
+	log_info("descriptor limit %llu: room for about %ld concurrent connections",
+		 (unsigned long long)limit.rlim_cur, connections > 0 ? connections : 0);
+}
+
+static void log_cache_stats(const struct service *service)
+{
+	struct cache_stats lookups = lookup_cache_stats(service->lookup_cache);
+	struct cache_stats files = file_cache_stats(service->file_cache);
+	log_info("lookup cache: %llu hits, %llu misses, %llu evictions, %llu entries",
+		 (unsigned long long)lookups.hits, (unsigned long long)lookups.misses,
+		 (unsigned long long)lookups.evictions, (unsigned long long)lookups.entries);
+	log_info("open-file cache: %llu hits, %llu misses, %llu evictions, %llu entries",
+		 (unsigned long long)files.hits, (unsigned long long)files.misses,
+		 (unsigned long long)files.evictions, (unsigned long long)files.entries);
 }
 
 static int fail(const char *message)
@@ -124,7 +156,7 @@ static int serve(const struct config *config, struct service *service, const sig
 		free(workers);
 		return fail(error);
 	}
-	service->lookups = lookup_pool_start(config, MAX_QUEUED_LOOKUPS, error, sizeof(error));
+	service->lookups = lookup_pool_start(config, config->max_pending_lookups, error, sizeof(error));
 	if (service->lookups == NULL) {
 		fail(error);
 		for (unsigned i = 0; i < config->workers; i++)
@@ -203,14 +235,28 @@ int main(int argc, char **argv)
 		goto out_roots;
 	}
 
+	service.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
+						config.lookup_cache_negative_ttl);
+	service.file_cache = file_cache_new(config.open_file_cache_entries,
+					    config.open_file_cache_valid,
+					    config.open_file_cache_inactive);
+	if (service.lookup_cache == NULL || service.file_cache == NULL) {
+		status = fail("out of memory for the caches");
+		goto out_caches;
+	}
+	raise_descriptor_limit(&config);
 	block_stop_signals(&stop_signals);
 	mongoc_log_set_handler(on_mongoc_log, NULL);
 	mongoc_init();
 	evthread_use_pthreads();
 
 	status = serve(&config, &service, &stop_signals);
+	log_cache_stats(&service);
 
 	mongoc_cleanup();
+out_caches:
+	file_cache_free(service.file_cache);
+	lookup_cache_free(service.lookup_cache);
 	libevent_global_shutdown();
 	access_log_close(service.access_log);
 out_roots:

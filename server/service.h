@@ -7,6 +7,8 @@
 
 #include "access_log.h"
 #include "config.h"
+#include "file_cache.h"
+#include "lookup_cache.h"
 #include "lookup.h"
 #include "media.h"
 
@@ -15,6 +17,8 @@ struct service {
 	struct media_roots media_roots;
 	struct lookup_pool *lookups;	 /* internally locked */
 	struct access_log *access_log;	 /* NULL when off; lock-free appends */
+	struct lookup_cache *lookup_cache; /* internally locked */
+	struct file_cache *file_cache;	   /* internally locked */
 };
 
 #endif

@@ -1,5 +1,8 @@
 /*
- * track: the findById -> file -> response path. Every outcome that is not a
+ * track: the findById -> file -> response path, through the lookup cache
+ * (mid -> path) and the open-file cache (path -> open file and its headers):
+ * with both warm, a request makes no database round trip and no open, stat
+ * or close. Every outcome that is not a
  * 200 is decided and logged here, once: 404 for no document, a document
  * without a path, or a file that is missing, unreadable or outside the roots
  * (the body never names the path); 503 when the database does not answer in
@@ -11,56 +14,55 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "content_type.h"
+#include "file_cache.h"
+#include "lookup_cache.h"
 #include "log.h"
 #include "media.h"
 #include "response.h"
 #include "serve.h"
 #include "worker.h"
 
-static void open_and_serve(struct exchange *exchange, const char *mid, const char *path)
+/* Opens (or finds open) the file at path and answers with it, or 404 and a log line. */
+static void serve_path(struct exchange *exchange, const char *mid, const char *path)
 {
 	const struct service *service = exchange->worker->service;
-	struct media_file file;
-	int error_number;
-	enum media_status status = media_open(&service->media_roots, path, &file, &error_number);
-	if (status != MEDIA_OK) {
-		log_warn("mid=%s: %s: %s%s%s", mid, path, media_status_describe(status),
-			 error_number ? ": " : "", error_number ? strerror(error_number) : "");
-		response_send_error(exchange, 404);
-		return;
+	struct file_cache_entry *entry = file_cache_get(service->file_cache, path);
+	if (entry == NULL) {
+		struct media_file file;
+		int error_number;
+		enum media_status status =
+			media_open(&service->media_roots, path, &file, &error_number);
+		if (status != MEDIA_OK) {
+			log_warn("mid=%s: %s: %s%s%s", mid, path, media_status_describe(status),
+				 error_number ? ": " : "", error_number ? strerror(error_number) : "");
+			response_send_error(exchange, 404);
+			return;
+		}
+		entry = file_cache_insert(service->file_cache, path, &file,
+					  service->config->cache_control);
+		if (entry == NULL) {
+			log_error("mid=%s: out of memory opening the file", mid);
+			response_send_error(exchange, 500);
+			return;
+		}
 	}
-
-	struct response_file response = {
-		.size = file.size,
-		.mtime = file.mtime.tv_sec,
-		.content_type = content_type_for_path(file.resolved_path),
-		.cache_control = service->config->cache_control,
-	};
-	etag_format(response.etag, file.mtime, file.size);
-	http_date_format(response.last_modified, file.mtime.tv_sec);
-	response.segment = evbuffer_file_segment_new(file.fd, 0, (ev_off_t)file.size,
-						     EVBUF_FS_CLOSE_ON_FREE);
-	if (response.segment == NULL) {
-		close(file.fd);
-		log_error("mid=%s: cannot prepare the file for sending", mid);
-		response_send_error(exchange, 500);
-		return;
-	}
-	serve_file(exchange, &response);
-	/* The response holds its own reference while the bytes go out. */
-	evbuffer_file_segment_free(response.segment);
+	serve_file(exchange, file_cache_response(entry));
+	/* Responses still sending hold their own segment references. */
+	file_cache_release(service->file_cache, entry);
 }
 
 static void respond_to_lookup(struct exchange *exchange)
 {
+	const struct service *service = exchange->worker->service;
 	struct lookup_job *job = &exchange->job;
 	switch (job->status) {
 	case LOOKUP_FOUND:
-		open_and_serve(exchange, job->mid, job->path);
+		lookup_cache_put(service->lookup_cache, job->mid, job->path);
+		serve_path(exchange, job->mid, job->path);
 		return;
 	case LOOKUP_NOT_FOUND:
 		log_debug("mid=%s: no such document", job->mid);
+		lookup_cache_put(service->lookup_cache, job->mid, NULL);
 		response_send_error(exchange, 404);
 		return;
 	case LOOKUP_NO_PATH:
@@ -87,6 +89,18 @@ static void on_lookup_deadline(struct exchange *exchange)
 
 void track_handle(struct exchange *exchange, const char *mid)
 {
+	const struct service *service = exchange->worker->service;
+	char path[PATH_MAX];
+	switch (lookup_cache_get(service->lookup_cache, mid, path, sizeof(path))) {
+	case LOOKUP_CACHE_HIT:
+		serve_path(exchange, mid, path);
+		return;
+	case LOOKUP_CACHE_NEGATIVE:
+		response_send_error(exchange, 404);
+		return;
+	case LOOKUP_CACHE_MISS:
+		break;
+	}
 	if (exchange_lookup(exchange, LOOKUP_FIND_TRACK, mid, respond_to_lookup,
 			    on_lookup_deadline) < 0) {
 		log_warn("mid=%s: cannot queue the lookup: too many in flight", mid);

@@ -21,6 +21,7 @@
 #define SEND_TIMEOUT_SECONDS 60
 #define MAX_HEADERS_SIZE (16 * 1024)
 #define MAX_BODY_SIZE (16 * 1024)
+#define HOUSEKEEPING_INTERVAL_SECONDS 1
 
 /*
  * Methods evhttp hands to us rather than answering 501 itself, so that every
@@ -61,6 +62,22 @@ static void on_request(struct evhttp_request *req, void *arg)
 	exchange_release(exchange);
 }
 
+static void on_housekeeping(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *worker = arg;
+	(void)fd;
+	(void)what;
+	file_cache_expire(worker->service->file_cache);
+}
+
+/* One worker sweeps the shared caches; the others never pay for it. */
+static int start_housekeeping(struct worker *worker)
+{
+	struct timeval interval = {.tv_sec = HOUSEKEEPING_INTERVAL_SECONDS};
+	worker->housekeeping = event_new(worker->base, -1, EV_PERSIST, on_housekeeping, worker);
+	return worker->housekeeping ? event_add(worker->housekeeping, &interval) : -1;
+}
+
 int worker_init(struct worker *worker, unsigned index, const struct service *service,
 		int listen_fd, char *error, size_t error_size)
 {
@@ -83,6 +100,11 @@ int worker_init(struct worker *worker, unsigned index, const struct service *ser
 	evhttp_set_max_headers_size(worker->http, MAX_HEADERS_SIZE);
 	evhttp_set_max_body_size(worker->http, MAX_BODY_SIZE);
 
+	if (index == 0 && start_housekeeping(worker) < 0) {
+		snprintf(error, error_size, "worker %u: cannot start its housekeeping timer", index);
+		close(listen_fd);
+		return -1;
+	}
 	worker->listener = evhttp_accept_socket_with_handle(worker->http, listen_fd);
 	if (worker->listener == NULL) {
 		snprintf(error, error_size, "worker %u: cannot accept on its socket", index);
@@ -134,6 +156,8 @@ static void begin_drain(evutil_socket_t fd, short what, void *arg)
 		worker->listener = NULL;
 	}
 	worker->draining = 1;
+	if (worker->housekeeping != NULL)
+		event_del(worker->housekeeping);
 	struct timeval grace = {.tv_sec = worker->grace_ms / 1000,
 				.tv_usec = (suseconds_t)(worker->grace_ms % 1000) * 1000};
 	worker->drain_deadline = evtimer_new(worker->base, on_drain_deadline, worker);
@@ -168,6 +192,8 @@ void worker_destroy(struct worker *worker)
 {
 	if (worker->drain_deadline != NULL)
 		event_free(worker->drain_deadline);
+	if (worker->housekeeping != NULL)
+		event_free(worker->housekeeping);
 	if (worker->http != NULL)
 		evhttp_free(worker->http);
 	if (worker->base != NULL)

@@ -29,6 +29,7 @@ struct worker {
 	unsigned live_exchanges;
 	int draining;
 	unsigned grace_ms;
+	struct event *housekeeping; /* worker 0 only: closes idle cached files */
 	struct event *drain_deadline;
 };
 

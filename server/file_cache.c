@@ -1,0 +1,256 @@
+/*
+ * file_cache: FILE_CACHE_SHARDS LRU tables of open files keyed by the path
+ * the database gave. Each entry owns one reference to its file segment (which
+ * owns the descriptor) and a count of borrowers; an entry removed from its
+ * table while borrowed is freed by its last release.
+ */
+#include "file_cache.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "content_type.h"
+#include "lru.h"
+#include "validators.h"
+
+#define FILE_CACHE_SHARDS 16
+
+struct file_cache_entry {
+	struct lru_node node;
+	char *path;		/* the key: the path as the database has it */
+	unsigned borrowers;	/* guarded by the shard lock */
+	int in_table;		/* guarded by the shard lock */
+	int64_t validated_at;	/* cache_now_seconds() of the last check against the disk */
+	int64_t used_at;
+	dev_t device;
+	ino_t inode;
+	struct timespec mtime;
+	struct response_file response; /* owns one segment reference */
+};
+
+struct file_shard {
+	pthread_mutex_t lock;
+	struct lru_table table;
+	size_t max_entries;
+	struct cache_stats stats;
+};
+
+struct file_cache {
+	int enabled;
+	unsigned valid_seconds, inactive_seconds;
+	struct file_shard shards[FILE_CACHE_SHARDS];
+};
+
+struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
+				  unsigned inactive_seconds)
+{
+	struct file_cache *cache = calloc(1, sizeof(*cache));
+	if (cache == NULL)
+		return NULL;
+	cache->enabled = max_entries > 0;
+	cache->valid_seconds = valid_seconds;
+	cache->inactive_seconds = inactive_seconds;
+	size_t per_shard = (max_entries + FILE_CACHE_SHARDS - 1) / FILE_CACHE_SHARDS;
+	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
+		struct file_shard *shard = &cache->shards[i];
+		pthread_mutex_init(&shard->lock, NULL);
+		shard->max_entries = per_shard;
+		if (lru_init(&shard->table, per_shard) < 0) {
+			file_cache_free(cache);
+			return NULL;
+		}
+	}
+	return cache;
+}
+
+static void free_entry(struct file_cache_entry *entry)
+{
+	if (entry->response.segment != NULL)
+		evbuffer_file_segment_free(entry->response.segment);
+	free(entry->path);
+	free(entry);
+}
+
+/* Takes entry out of its table; frees it unless borrowed. Shard lock held. */
+static void evict(struct file_shard *shard, struct file_cache_entry *entry)
+{
+	lru_remove(&shard->table, &entry->node);
+	entry->in_table = 0;
+	if (entry->borrowers == 0)
+		free_entry(entry);
+}
+
+void file_cache_free(struct file_cache *cache)
+{
+	if (cache == NULL)
+		return;
+	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
+		struct file_shard *shard = &cache->shards[i];
+		struct lru_node *node;
+		while (shard->table.buckets && (node = lru_oldest(&shard->table)) != NULL)
+			evict(shard, lru_entry(node, struct file_cache_entry, node));
+		lru_destroy(&shard->table);
+		pthread_mutex_destroy(&shard->lock);
+	}
+	free(cache);
+}
+
+static struct file_shard *shard_for(struct file_cache *cache, uint64_t hash)
+{
+	return &cache->shards[hash % FILE_CACHE_SHARDS];
+}
+
+/* Whether the path still names the very file the entry holds, unchanged. */
+static int still_matches_disk(const struct file_cache_entry *entry)
+{
+	struct stat info;
+	return stat(entry->path, &info) == 0 && info.st_dev == entry->device &&
+	       info.st_ino == entry->inode && (uint64_t)info.st_size == entry->response.size &&
+	       info.st_mtim.tv_sec == entry->mtime.tv_sec &&
+	       info.st_mtim.tv_nsec == entry->mtime.tv_nsec;
+}
+
+struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path)
+{
+	if (!cache->enabled)
+		return NULL;
+	uint64_t hash = lru_hash(path);
+	struct file_shard *shard = shard_for(cache, hash);
+	struct file_cache_entry *found = NULL;
+	int64_t now = cache_now_seconds();
+
+	pthread_mutex_lock(&shard->lock);
+	struct lru_node *node = lru_find(&shard->table, path, hash);
+	if (node != NULL) {
+		struct file_cache_entry *entry = lru_entry(node, struct file_cache_entry, node);
+		/* A stat under the lock: once per entry per valid interval, and cheap. */
+		if (now - entry->validated_at >= (int64_t)cache->valid_seconds &&
+		    !still_matches_disk(entry)) {
+			evict(shard, entry);
+			shard->stats.evictions++;
+		} else {
+			if (now - entry->validated_at >= (int64_t)cache->valid_seconds)
+				entry->validated_at = now;
+			entry->used_at = now;
+			entry->borrowers++;
+			lru_touch(&shard->table, node);
+			found = entry;
+		}
+	}
+	if (found != NULL)
+		shard->stats.hits++;
+	else
+		shard->stats.misses++;
+	pthread_mutex_unlock(&shard->lock);
+	return found;
+}
+
+static struct file_cache_entry *new_entry(const char *path, const struct media_file *file,
+					  const char *cache_control)
+{
+	struct file_cache_entry *entry = calloc(1, sizeof(*entry));
+	if (entry == NULL || (entry->path = strdup(path)) == NULL)
+		goto fail;
+	entry->response.segment = evbuffer_file_segment_new(file->fd, 0, (ev_off_t)file->size,
+							    EVBUF_FS_CLOSE_ON_FREE);
+	if (entry->response.segment == NULL)
+		goto fail;
+	entry->node.key = entry->path;
+	entry->node.hash = lru_hash(entry->path);
+	entry->validated_at = entry->used_at = cache_now_seconds();
+	entry->device = file->device;
+	entry->inode = file->inode;
+	entry->mtime = file->mtime;
+	entry->borrowers = 1;
+	entry->response.size = file->size;
+	entry->response.mtime = file->mtime.tv_sec;
+	entry->response.content_type = content_type_for_path(file->resolved_path);
+	entry->response.cache_control = cache_control;
+	etag_format(entry->response.etag, file->mtime, file->size);
+	http_date_format(entry->response.last_modified, file->mtime.tv_sec);
+	return entry;
+fail:
+	close(file->fd);
+	if (entry != NULL)
+		free(entry->path);
+	free(entry);
+	return NULL;
+}
+
+struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,
+					   const struct media_file *file,
+					   const char *cache_control)
+{
+	struct file_cache_entry *entry = new_entry(path, file, cache_control);
+	if (entry == NULL || !cache->enabled)
+		return entry;
+
+	struct file_shard *shard = shard_for(cache, entry->node.hash);
+	pthread_mutex_lock(&shard->lock);
+	struct lru_node *old = lru_find(&shard->table, path, entry->node.hash);
+	if (old != NULL)
+		evict(shard, lru_entry(old, struct file_cache_entry, node));
+	while (shard->table.count >= shard->max_entries) {
+		evict(shard, lru_entry(lru_oldest(&shard->table), struct file_cache_entry, node));
+		shard->stats.evictions++;
+	}
+	lru_insert(&shard->table, &entry->node);
+	entry->in_table = 1;
+	pthread_mutex_unlock(&shard->lock);
+	return entry;
+}
+
+const struct response_file *file_cache_response(const struct file_cache_entry *entry)
+{
+	return &entry->response;
+}
+
+void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry)
+{
+	struct file_shard *shard = shard_for(cache, entry->node.hash);
+	pthread_mutex_lock(&shard->lock);
+	int last = --entry->borrowers == 0 && !entry->in_table;
+	pthread_mutex_unlock(&shard->lock);
+	if (last)
+		free_entry(entry);
+}
+
+void file_cache_expire(struct file_cache *cache)
+{
+	if (!cache->enabled)
+		return;
+	int64_t now = cache_now_seconds();
+	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
+		struct file_shard *shard = &cache->shards[i];
+		pthread_mutex_lock(&shard->lock);
+		struct lru_node *node;
+		while ((node = lru_oldest(&shard->table)) != NULL) {
+			struct file_cache_entry *entry =
+				lru_entry(node, struct file_cache_entry, node);
+			if (now - entry->used_at < (int64_t)cache->inactive_seconds)
+				break;
+			evict(shard, entry);
+			shard->stats.evictions++;
+		}
+		pthread_mutex_unlock(&shard->lock);
+	}
+}
+
+struct cache_stats file_cache_stats(struct file_cache *cache)
+{
+	struct cache_stats total = {0};
+	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
+		struct file_shard *shard = &cache->shards[i];
+		pthread_mutex_lock(&shard->lock);
+		total.hits += shard->stats.hits;
+		total.misses += shard->stats.misses;
+		total.evictions += shard->stats.evictions;
+		total.entries += shard->table.count;
+		pthread_mutex_unlock(&shard->lock);
+	}
+	return total;
+}

@@ -1,0 +1,57 @@
+/*
+ * file_cache: open files kept open, like nginx's open_file_cache. A hot file
+ * is opened once and its libevent file segment shared by every response that
+ * sends it (each response holds its own segment reference while it sends).
+ * Entries are checked against the disk (stat of the path) once per valid
+ * interval: a file replaced, changed or deleted is noticed within that
+ * interval, and responses already sending the old file keep sending the old
+ * bytes, never a mix. Entries unused for the inactive time are closed.
+ *
+ * Shared by every worker; split into independently locked shards.
+ */
+#ifndef MUSICD_FILE_CACHE_H
+#define MUSICD_FILE_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lookup_cache.h"
+#include "media.h"
+#include "response.h"
+
+struct file_cache;
+struct file_cache_entry;
+
+/* max_entries 0 disables the cache. */
+struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
+				  unsigned inactive_seconds);
+/* Drops every entry (responses still sending keep their segments alive). */
+void file_cache_free(struct file_cache *cache);
+
+/*
+ * The entry for path, still valid, with a reference the caller must give
+ * back with file_cache_release; NULL on a miss (the caller opens the file).
+ */
+struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path);
+
+/*
+ * Takes over an opened file (file->fd) for path and returns a referenced
+ * entry, cached for later requests (the least recently used entry makes
+ * room). With the cache disabled the entry is the caller's alone and closed
+ * on release. NULL if out of memory (the fd is closed then too).
+ */
+struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,
+					   const struct media_file *file,
+					   const char *cache_control);
+
+/* What a response needs; valid while the reference is held. */
+const struct response_file *file_cache_response(const struct file_cache_entry *entry);
+
+void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry);
+
+/* Closes entries unused for the inactive time; call about once a second. */
+void file_cache_expire(struct file_cache *cache);
+
+struct cache_stats file_cache_stats(struct file_cache *cache);
+
+#endif

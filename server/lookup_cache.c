@@ -1,0 +1,174 @@
+/*
+ * lookup_cache: LOOKUP_CACHE_SHARDS independent LRU tables, chosen by the
+ * key's hash. Entries are stored by value (mid and a copy of the path), so a
+ * hit copies the path out under the shard's lock and holds nothing after.
+ */
+#include "lookup_cache.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lru.h"
+#include "objectid.h"
+
+#define LOOKUP_CACHE_SHARDS 64
+
+struct lookup_entry {
+	struct lru_node node;
+	char mid[OBJECTID_HEX_LENGTH + 1];
+	char *path;	 /* NULL for a negative entry */
+	int64_t expires; /* cache_now_seconds() at which it stops counting */
+};
+
+struct lookup_shard {
+	pthread_mutex_t lock;
+	struct lru_table table;
+	size_t max_entries;
+	struct cache_stats stats;
+};
+
+struct lookup_cache {
+	unsigned ttl, negative_ttl;
+	int enabled;
+	struct lookup_shard shards[LOOKUP_CACHE_SHARDS];
+};
+
+int64_t cache_now_seconds(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	return (int64_t)now.tv_sec;
+}
+
+struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
+				      unsigned negative_ttl_seconds)
+{
+	struct lookup_cache *cache = calloc(1, sizeof(*cache));
+	if (cache == NULL)
+		return NULL;
+	cache->ttl = ttl_seconds;
+	cache->negative_ttl = negative_ttl_seconds;
+	cache->enabled = max_entries > 0 && ttl_seconds > 0;
+	size_t per_shard = (max_entries + LOOKUP_CACHE_SHARDS - 1) / LOOKUP_CACHE_SHARDS;
+	for (size_t i = 0; i < LOOKUP_CACHE_SHARDS; i++) {
+		struct lookup_shard *shard = &cache->shards[i];
+		pthread_mutex_init(&shard->lock, NULL);
+		shard->max_entries = per_shard;
+		if (lru_init(&shard->table, per_shard) < 0) {
+			lookup_cache_free(cache);
+			return NULL;
+		}
+	}
+	return cache;
+}
+
+static void free_entry(struct lookup_entry *entry)
+{
+	free(entry->path);
+	free(entry);
+}
+
+void lookup_cache_free(struct lookup_cache *cache)
+{
+	if (cache == NULL)
+		return;
+	for (size_t i = 0; i < LOOKUP_CACHE_SHARDS; i++) {
+		struct lookup_shard *shard = &cache->shards[i];
+		struct lru_node *node;
+		while (shard->table.buckets && (node = lru_oldest(&shard->table)) != NULL) {
+			lru_remove(&shard->table, node);
+			free_entry(lru_entry(node, struct lookup_entry, node));
+		}
+		lru_destroy(&shard->table);
+		pthread_mutex_destroy(&shard->lock);
+	}
+	free(cache);
+}
+
+static struct lookup_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
+{
+	return &cache->shards[hash % LOOKUP_CACHE_SHARDS];
+}
+
+enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
+					  char *path_out, size_t path_size)
+{
+	if (!cache->enabled)
+		return LOOKUP_CACHE_MISS;
+	uint64_t hash = lru_hash(mid);
+	struct lookup_shard *shard = shard_for(cache, hash);
+	enum lookup_cache_result result = LOOKUP_CACHE_MISS;
+
+	pthread_mutex_lock(&shard->lock);
+	struct lru_node *node = lru_find(&shard->table, mid, hash);
+	if (node != NULL) {
+		struct lookup_entry *entry = lru_entry(node, struct lookup_entry, node);
+		if (entry->expires <= cache_now_seconds()) {
+			lru_remove(&shard->table, node);
+			free_entry(entry);
+		} else if (entry->path == NULL) {
+			result = LOOKUP_CACHE_NEGATIVE;
+		} else if (strlen(entry->path) < path_size) {
+			strcpy(path_out, entry->path);
+			lru_touch(&shard->table, node);
+			result = LOOKUP_CACHE_HIT;
+		}
+	}
+	if (result == LOOKUP_CACHE_MISS)
+		shard->stats.misses++;
+	else
+		shard->stats.hits++;
+	pthread_mutex_unlock(&shard->lock);
+	return result;
+}
+
+void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path)
+{
+	if (!cache->enabled || (path == NULL && cache->negative_ttl == 0))
+		return;
+	struct lookup_entry *entry = calloc(1, sizeof(*entry));
+	if (entry == NULL)
+		return;
+	if (path != NULL && (entry->path = strdup(path)) == NULL) {
+		free(entry);
+		return;
+	}
+	snprintf(entry->mid, sizeof(entry->mid), "%s", mid);
+	entry->node.key = entry->mid;
+	entry->node.hash = lru_hash(entry->mid);
+	entry->expires = cache_now_seconds() + (path ? cache->ttl : cache->negative_ttl);
+
+	struct lookup_shard *shard = shard_for(cache, entry->node.hash);
+	pthread_mutex_lock(&shard->lock);
+	struct lru_node *old = lru_find(&shard->table, entry->mid, entry->node.hash);
+	if (old != NULL) {
+		lru_remove(&shard->table, old);
+		free_entry(lru_entry(old, struct lookup_entry, node));
+	}
+	while (shard->table.count >= shard->max_entries) {
+		struct lru_node *oldest = lru_oldest(&shard->table);
+		lru_remove(&shard->table, oldest);
+		free_entry(lru_entry(oldest, struct lookup_entry, node));
+		shard->stats.evictions++;
+	}
+	lru_insert(&shard->table, &entry->node);
+	pthread_mutex_unlock(&shard->lock);
+}
+
+struct cache_stats lookup_cache_stats(struct lookup_cache *cache)
+{
+	struct cache_stats total = {0};
+	for (size_t i = 0; i < LOOKUP_CACHE_SHARDS; i++) {
+		struct lookup_shard *shard = &cache->shards[i];
+		pthread_mutex_lock(&shard->lock);
+		total.hits += shard->stats.hits;
+		total.misses += shard->stats.misses;
+		total.evictions += shard->stats.evictions;
+		total.entries += shard->table.count;
+		pthread_mutex_unlock(&shard->lock);
+	}
+	return total;
+}

@@ -1,0 +1,43 @@
+/*
+ * lookup_cache: mid -> path, shared by every worker, so that a warm request
+ * makes no database round trip. Bounded in entries (least recently used
+ * evicted first), entries live for a TTL, and "no such document" is
+ * remembered too, for a shorter TTL. Database errors are never cached. Split
+ * into independently locked shards so workers do not contend on one lock.
+ *
+ * Together with file_cache (path -> size, mtime, ETag, type and the open
+ * file) it answers mid -> everything a response needs.
+ */
+#ifndef MUSICD_LOOKUP_CACHE_H
+#define MUSICD_LOOKUP_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lookup_cache;
+
+enum lookup_cache_result { LOOKUP_CACHE_MISS, LOOKUP_CACHE_HIT, LOOKUP_CACHE_NEGATIVE };
+
+struct cache_stats {
+	uint64_t hits, misses, evictions, entries;
+};
+
+/* max_entries 0 or ttl_seconds 0 disables the cache (every call misses). */
+struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
+				      unsigned negative_ttl_seconds);
+void lookup_cache_free(struct lookup_cache *cache);
+
+/* HIT copies the path into path_out (truncated paths count as a miss). */
+enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
+					  char *path_out, size_t path_size);
+
+/* Remembers mid -> path (path NULL: no such document) until its TTL passes. */
+void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path);
+
+/* Sums over the shards. */
+struct cache_stats lookup_cache_stats(struct lookup_cache *cache);
+
+/* The clock both caches use: CLOCK_MONOTONIC_COARSE, in seconds. Cheap (vDSO). */
+int64_t cache_now_seconds(void);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * lru: chained hashing (FNV-1a) plus a doubly linked recency list. All
+ * operations are O(1) but lru_find, which walks one bucket.
+ */
+#include "lru.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t lru_hash(const char *key)
+{
+	uint64_t hash = 14695981039346656037ULL;
+	for (const unsigned char *c = (const unsigned char *)key; *c; c++) {
+		hash ^= *c;
+		hash *= 1099511628211ULL;
+	}
+	return hash;
+}
+
+int lru_init(struct lru_table *table, size_t bucket_count)
+{
+	memset(table, 0, sizeof(*table));
+	table->bucket_count = bucket_count ? bucket_count : 1;
+	table->buckets = calloc(table->bucket_count, sizeof(*table->buckets));
+	return table->buckets ? 0 : -1;
+}
+
+void lru_destroy(struct lru_table *table)
+{
+	free(table->buckets);
+	memset(table, 0, sizeof(*table));
+}
+
+static struct lru_node **bucket_of(struct lru_table *table, uint64_t hash)
+{
+	/* The top bits: shards are chosen by the low ones. */
+	return &table->buckets[(hash >> 32) % table->bucket_count];
+}
+
+struct lru_node *lru_find(struct lru_table *table, const char *key, uint64_t hash)
+{
+	for (struct lru_node *node = *bucket_of(table, hash); node; node = node->hash_next) {
+		if (node->hash == hash && strcmp(node->key, key) == 0)
+			return node;
+	}
+	return NULL;
+}
+
+static void link_newest(struct lru_table *table, struct lru_node *node)
+{
+	node->newer = NULL;
+	node->older = table->newest;
+	if (table->newest)
+		table->newest->newer = node;
+	table->newest = node;
+	if (table->oldest == NULL)
+		table->oldest = node;
+}
+
+static void unlink_order(struct lru_table *table, struct lru_node *node)
+{
+	if (node->newer)
+		node->newer->older = node->older;
+	else
+		table->newest = node->older;
+	if (node->older)
+		node->older->newer = node->newer;
+	else
+		table->oldest = node->newer;
+	node->older = node->newer = NULL;
+}
+
+void lru_insert(struct lru_table *table, struct lru_node *node)
+{
+	struct lru_node **bucket = bucket_of(table, node->hash);
+	node->hash_next = *bucket;
+	*bucket = node;
+	link_newest(table, node);
+	table->count++;
+}
+
+void lru_touch(struct lru_table *table, struct lru_node *node)
+{
+	if (table->newest == node)
+		return;
+	unlink_order(table, node);
+	link_newest(table, node);
+}
+
+void lru_remove(struct lru_table *table, struct lru_node *node)
+{
+	struct lru_node **link = bucket_of(table, node->hash);
+	while (*link && *link != node)
+		link = &(*link)->hash_next;
+	if (*link)
+		*link = node->hash_next;
+	node->hash_next = NULL;
+	unlink_order(table, node);
+	table->count--;
+}
+
+struct lru_node *lru_oldest(const struct lru_table *table)
+{
+	return table->oldest;
+}
