@@ -190,7 +190,8 @@ static void test_get_and_head_are_allowed(void **state)
 static void test_other_methods_are_not_allowed(void **state)
 {
 	(void)state;
-	const char *const methods[] = {"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"};
+	const char *const methods[] = {"POST",	  "PUT",   "DELETE", "PATCH",
+				       "OPTIONS", "TRACE", "CONNECT"};
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		assert_int_equal(route_check_method(methods[i]), ROUTE_METHOD_NOT_ALLOWED);
 }

@@ -41,10 +41,11 @@ static void assert_date_parses_to(const char *text, time_t expected)
 {
 	time_t parsed = -12345;
 	if (http_date_parse(text, &parsed) != 0)
-		fail_msg("http_date_parse(\"%s\") failed, expected %lld", text, (long long)expected);
-	if (parsed != expected)
-		fail_msg("http_date_parse(\"%s\") gave %lld, expected %lld", text, (long long)parsed,
+		fail_msg("http_date_parse(\"%s\") failed, expected %lld", text,
 			 (long long)expected);
+	if (parsed != expected)
+		fail_msg("http_date_parse(\"%s\") gave %lld, expected %lld", text,
+			 (long long)parsed, (long long)expected);
 }
 
 static void assert_date_rejected(const char *text)
