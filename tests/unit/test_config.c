@@ -1,0 +1,913 @@
+/*
+ * Unit tests for server/config.h: the defaults, config_set for each kind of
+ * setting (strings, bounded numbers, listen address, repeatable media roots,
+ * access log and cache control or off, log level), config_parse_listen, config-file text, and
+ * config_load's precedence: defaults < MONGODB_URI < --config file < flags.
+ * Each test gets a fresh config_init'd struct and a config_free after it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "range.h"
+
+#define SOURCE "musicd.conf"
+#define NO_MEDIA_ROOT_MESSAGE                                                                      \
+	"no media root: give at least one --media-root DIR (or media-root in the config file)"
+
+struct fixture {
+	struct config config;
+	enum config_action action;
+	char error[CONFIG_ERROR_MAX];
+	char path[64]; /* a temporary config file, "" when none */
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return -1;
+	config_init(&f->config);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	config_free(&f->config);
+	if (f->path[0] != '\0')
+		unlink(f->path);
+	free(f);
+	return 0;
+}
+
+static int set(struct fixture *f, const char *name, const char *value)
+{
+	return config_set(&f->config, name, value, f->error, sizeof(f->error));
+}
+
+static void assert_set_fails_with(struct fixture *f, const char *name, const char *value,
+				  const char *message)
+{
+	assert_int_equal(set(f, name, value), -1);
+	assert_string_equal(f->error, message);
+}
+
+static int parse_text(struct fixture *f, const char *text)
+{
+	return config_parse_text(&f->config, text, SOURCE, f->error, sizeof(f->error));
+}
+
+static void assert_parse_fails_with(struct fixture *f, const char *text, const char *message)
+{
+	assert_int_equal(parse_text(f, text), -1);
+	assert_string_equal(f->error, message);
+}
+
+/* Writes text to a new file under /tmp, removed by teardown; its path is in f->path. */
+static char *write_config_file(struct fixture *f, const char *text)
+{
+	snprintf(f->path, sizeof(f->path), "/tmp/musicd-test-config.XXXXXX");
+	int fd = mkstemp(f->path);
+	assert_true(fd >= 0);
+	size_t length = strlen(text);
+	assert_int_equal(write(fd, text, length), (ssize_t)length);
+	close(fd);
+	return f->path;
+}
+
+/* argv for config_load: the program name, the given arguments, then NULL. */
+#define ARGV(...) ((char *[]){"musicd", ##__VA_ARGS__, NULL})
+
+static int load(struct fixture *f, const char *env_mongodb_uri, char **argv)
+{
+	int argc = 0;
+	while (argv[argc] != NULL)
+		argc++;
+	f->action = (enum config_action)-1;
+	return config_load(&f->config, argc, argv, env_mongodb_uri, &f->action, f->error,
+			   sizeof(f->error));
+}
+
+static void assert_load_fails_with(struct fixture *f, char **argv, const char *message)
+{
+	assert_int_equal(load(f, NULL, argv), -1);
+	assert_string_equal(f->error, message);
+}
+
+static void assert_media_roots(const struct config *config, const char *const *expected,
+			       size_t count)
+{
+	assert_int_equal(config->media_root_count, count);
+	for (size_t i = 0; i < count; i++)
+		assert_string_equal(config->media_roots[i], expected[i]);
+}
+
+/* config_init */
+
+static void test_init_sets_every_default(void **state)
+{
+	struct config *config = &((struct fixture *)*state)->config;
+	assert_null(config->config_file);
+	assert_string_equal(config->listen_host, "127.0.0.1");
+	assert_int_equal(config->listen_port, CONFIG_DEFAULT_PORT);
+	assert_int_equal(config->listen_port, 23001);
+	assert_string_equal(config->mongodb_uri, "mongodb://127.0.0.1:27017");
+	assert_string_equal(config->database, "musicdb");
+	assert_string_equal(config->collection, "tracks");
+	assert_string_equal(config->path_field, "path");
+	assert_int_equal(config->media_root_count, 0);
+	assert_int_equal(config->workers, 0);
+	assert_int_equal(config->lookup_threads, 8);
+	assert_int_equal(config->lookup_timeout_ms, 2000);
+	assert_null(config->access_log);
+	assert_string_equal(config->cache_control, "public, max-age=86400");
+	assert_int_equal(config->max_ranges, RANGE_DEFAULT_MAX_PARTS);
+	assert_int_equal(config->max_ranges, 16);
+	assert_int_equal(config->max_pending_lookups, 1024);
+	assert_int_equal(config->lookup_cache_entries, 10000);
+	assert_int_equal(config->lookup_cache_ttl, 30);
+	assert_int_equal(config->lookup_cache_negative_ttl, 5);
+	assert_int_equal(config->open_file_cache_entries, 1000);
+	assert_int_equal(config->open_file_cache_valid, 5);
+	assert_int_equal(config->open_file_cache_inactive, 60);
+	assert_int_equal(config->log_level, LOG_LEVEL_INFO);
+}
+
+/* config_set: strings */
+
+static void test_set_string_settings_replace_their_value(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "mongodb-uri", "mongodb://db.example:27018/?replicaSet=rs0"), 0);
+	assert_int_equal(set(f, "database", "music"), 0);
+	assert_int_equal(set(f, "collection", "songs"), 0);
+	assert_int_equal(set(f, "path-field", "file.location"), 0);
+	assert_string_equal(f->config.mongodb_uri, "mongodb://db.example:27018/?replicaSet=rs0");
+	assert_string_equal(f->config.database, "music");
+	assert_string_equal(f->config.collection, "songs");
+	assert_string_equal(f->config.path_field, "file.location");
+}
+
+static void test_set_string_twice_keeps_the_last(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "database", "first"), 0);
+	assert_int_equal(set(f, "database", "second"), 0);
+	assert_string_equal(f->config.database, "second");
+}
+
+static void test_set_config_records_the_file(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "config", "/etc/musicd.conf"), 0);
+	assert_string_equal(f->config.config_file, "/etc/musicd.conf");
+}
+
+static void test_set_empty_value_fails_naming_the_setting(void **state)
+{
+	struct fixture *f = *state;
+	assert_set_fails_with(f, "database", "", "database: empty value");
+	assert_set_fails_with(f, "workers", "", "workers: empty value");
+	assert_string_equal(f->config.database, "musicdb");
+}
+
+static void test_set_unknown_setting_fails_naming_it(void **state)
+{
+	struct fixture *f = *state;
+	assert_set_fails_with(f, "nope", "1", "unknown setting 'nope'");
+	assert_set_fails_with(f, "--workers", "1", "unknown setting '--workers'");
+	assert_set_fails_with(f, "Workers", "1", "unknown setting 'Workers'");
+}
+
+/* config_set: bounded numbers */
+
+static void test_set_workers_accepts_1_to_256(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "workers", "1"), 0);
+	assert_int_equal(f->config.workers, 1);
+	assert_int_equal(set(f, "workers", "256"), 0);
+	assert_int_equal(f->config.workers, 256);
+}
+
+static void test_set_workers_out_of_range_fails_naming_the_range(void **state)
+{
+	struct fixture *f = *state;
+	assert_set_fails_with(f, "workers", "0", "workers: '0' is not a number from 1 to 256");
+	assert_set_fails_with(f, "workers", "257", "workers: '257' is not a number from 1 to 256");
+}
+
+/* Every number setting, its field and its documented range. */
+static const struct number_setting {
+	const char *name;
+	size_t offset;
+	unsigned minimum, maximum;
+} number_settings[] = {
+	{"workers", offsetof(struct config, workers), 1, 256},
+	{"lookup-threads", offsetof(struct config, lookup_threads), 1, 256},
+	{"lookup-timeout", offsetof(struct config, lookup_timeout_ms), 1, 600000},
+	{"max-pending-lookups", offsetof(struct config, max_pending_lookups), 1, 1000000},
+	{"lookup-cache-entries", offsetof(struct config, lookup_cache_entries), 0, 100000000},
+	{"lookup-cache-ttl", offsetof(struct config, lookup_cache_ttl), 0, 86400},
+	{"lookup-cache-negative-ttl", offsetof(struct config, lookup_cache_negative_ttl), 0, 86400},
+	{"open-file-cache-entries", offsetof(struct config, open_file_cache_entries), 0, 1000000},
+	{"open-file-cache-valid", offsetof(struct config, open_file_cache_valid), 0, 86400},
+	{"open-file-cache-inactive", offsetof(struct config, open_file_cache_inactive), 1, 86400},
+	{"max-ranges", offsetof(struct config, max_ranges), 1, RANGE_MAX_PARTS_LIMIT},
+};
+
+#define NUMBER_SETTING_COUNT (sizeof(number_settings) / sizeof(number_settings[0]))
+
+static unsigned number_field(const struct config *config, const struct number_setting *setting)
+{
+	return *(const unsigned *)((const char *)config + setting->offset);
+}
+
+static void test_set_each_number_accepts_its_bounds(void **state)
+{
+	struct fixture *f = *state;
+	for (size_t i = 0; i < NUMBER_SETTING_COUNT; i++) {
+		const struct number_setting *setting = &number_settings[i];
+		const unsigned bounds[] = {setting->minimum, setting->maximum};
+		for (size_t j = 0; j < 2; j++) {
+			char value[16];
+			snprintf(value, sizeof(value), "%u", bounds[j]);
+			if (set(f, setting->name, value) != 0)
+				fail_msg("%s = %s: %s", setting->name, value, f->error);
+			assert_int_equal(number_field(&f->config, setting), bounds[j]);
+		}
+	}
+}
+
+static void test_set_each_number_rejects_values_past_its_bounds(void **state)
+{
+	struct fixture *f = *state;
+	for (size_t i = 0; i < NUMBER_SETTING_COUNT; i++) {
+		const struct number_setting *setting = &number_settings[i];
+		/* Below a minimum of 0 is "-1", a non-number, tested separately. */
+		const unsigned outside[] = {setting->minimum - 1, setting->maximum + 1};
+		for (size_t j = setting->minimum == 0 ? 1 : 0; j < 2; j++) {
+			char value[16], expected[CONFIG_ERROR_MAX];
+			snprintf(value, sizeof(value), "%u", outside[j]);
+			snprintf(expected, sizeof(expected),
+				 "%s: '%s' is not a number from %u to %u", setting->name, value,
+				 setting->minimum, setting->maximum);
+			assert_set_fails_with(f, setting->name, value, expected);
+		}
+	}
+}
+
+static void test_set_number_rejects_anything_but_decimal_digits(void **state)
+{
+	struct fixture *f = *state;
+	const char *const values[] = {"abc", "-1",	 "+5",	" 5",  "5 ", "5x",
+				      "1e3", "0x10", "4.0", "1,0", "99999999999999999999"};
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		char expected[CONFIG_ERROR_MAX];
+		snprintf(expected, sizeof(expected), "workers: '%s' is not a number from 1 to 256",
+			 values[i]);
+		assert_set_fails_with(f, "workers", values[i], expected);
+	}
+}
+
+static void test_set_number_ignores_leading_zeros(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "workers", "008"), 0);
+	assert_int_equal(f->config.workers, 8);
+}
+
+/* config_set: listen */
+
+static void test_set_listen_sets_host_and_port(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "listen", "0.0.0.0:8080"), 0);
+	assert_string_equal(f->config.listen_host, "0.0.0.0");
+	assert_int_equal(f->config.listen_port, 8080);
+}
+
+static void test_set_listen_accepts_bracketed_ipv6(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "listen", "[::1]:9000"), 0);
+	assert_string_equal(f->config.listen_host, "::1");
+	assert_int_equal(f->config.listen_port, 9000);
+}
+
+static void test_set_listen_invalid_fails_naming_the_setting(void **state)
+{
+	struct fixture *f = *state;
+	assert_set_fails_with(f, "listen", "::1:80",
+			      "listen: '::1:80' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port "
+			      "1-65535)");
+	assert_set_fails_with(f, "listen", "127.0.0.1:0",
+			      "listen: '127.0.0.1:0' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port "
+			      "1-65535)");
+	assert_string_equal(f->config.listen_host, "127.0.0.1");
+	assert_int_equal(f->config.listen_port, 23001);
+}
+
+/* config_set: media roots */
+
+static void test_set_media_root_appends_in_order(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_int_equal(set(f, "media-root", "/podcasts"), 0);
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	const char *const expected[] = {"/music", "/podcasts", "/music"};
+	assert_media_roots(&f->config, expected, 3);
+}
+
+static void test_set_media_root_beyond_the_maximum_fails(void **state)
+{
+	struct fixture *f = *state;
+	for (int i = 0; i < CONFIG_MAX_MEDIA_ROOTS; i++) {
+		char root[32];
+		snprintf(root, sizeof(root), "/music/%d", i);
+		assert_int_equal(set(f, "media-root", root), 0);
+	}
+	assert_set_fails_with(f, "media-root", "/one-too-many",
+			      "media-root: more than 32 media roots");
+	assert_int_equal(f->config.media_root_count, CONFIG_MAX_MEDIA_ROOTS);
+	assert_string_equal(f->config.media_roots[CONFIG_MAX_MEDIA_ROOTS - 1], "/music/31");
+}
+
+/* config_set: access log */
+
+static void test_set_access_log_to_a_path(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "access-log", "/var/log/musicd/access.log"), 0);
+	assert_string_equal(f->config.access_log, "/var/log/musicd/access.log");
+}
+
+static void test_set_access_log_to_stdout(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "access-log", "-"), 0);
+	assert_string_equal(f->config.access_log, "-");
+}
+
+static void test_set_access_log_off_turns_it_off(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "access-log", "/tmp/access.log"), 0);
+	assert_int_equal(set(f, "access-log", "off"), 0);
+	assert_null(f->config.access_log);
+}
+
+static void test_set_cache_control_replaces_it(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "cache-control", "no-cache"), 0);
+	assert_string_equal(f->config.cache_control, "no-cache");
+}
+
+static void test_set_cache_control_off_turns_it_off(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "cache-control", "off"), 0);
+	assert_null(f->config.cache_control);
+}
+
+/* config_set: log level */
+
+static void test_set_log_level_accepts_each_level(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "log-level", "debug"), 0);
+	assert_int_equal(f->config.log_level, LOG_LEVEL_DEBUG);
+	assert_int_equal(set(f, "log-level", "warn"), 0);
+	assert_int_equal(f->config.log_level, LOG_LEVEL_WARN);
+	assert_int_equal(set(f, "log-level", "error"), 0);
+	assert_int_equal(f->config.log_level, LOG_LEVEL_ERROR);
+	assert_int_equal(set(f, "log-level", "info"), 0);
+	assert_int_equal(f->config.log_level, LOG_LEVEL_INFO);
+}
+
+static void test_set_log_level_unknown_fails_listing_the_levels(void **state)
+{
+	struct fixture *f = *state;
+	assert_set_fails_with(f, "log-level", "verbose",
+			      "log-level: 'verbose' is not one of debug, info, warn, error");
+}
+
+/* config_parse_listen */
+
+static int parse_listen(const char *text, char *host, size_t host_size, uint16_t *port)
+{
+	return config_parse_listen(text, host, host_size, port);
+}
+
+static void assert_listen(const char *text, const char *expected_host, uint16_t expected_port)
+{
+	char host[256] = "unset";
+	uint16_t port = 1;
+	if (parse_listen(text, host, sizeof(host), &port) != 0)
+		fail_msg("config_parse_listen(\"%s\") failed", text);
+	assert_string_equal(host, expected_host);
+	assert_int_equal(port, expected_port);
+}
+
+static void assert_listen_rejected(const char *text)
+{
+	char host[256];
+	uint16_t port;
+	if (parse_listen(text, host, sizeof(host), &port) != -1)
+		fail_msg("config_parse_listen(\"%s\") accepted it", text);
+}
+
+static void test_listen_ipv4_and_port(void **state)
+{
+	(void)state;
+	assert_listen("127.0.0.1:23001", "127.0.0.1", 23001);
+	assert_listen("192.0.2.10:80", "192.0.2.10", 80);
+}
+
+static void test_listen_host_name_and_port(void **state)
+{
+	(void)state;
+	assert_listen("localhost:8080", "localhost", 8080);
+}
+
+static void test_listen_bracketed_ipv6_and_port(void **state)
+{
+	(void)state;
+	assert_listen("[::1]:8080", "::1", 8080);
+	assert_listen("[2001:db8::1]:443", "2001:db8::1", 443);
+	assert_listen("[::]:23001", "::", 23001);
+}
+
+static void test_listen_port_alone_is_any_address(void **state)
+{
+	(void)state;
+	assert_listen(":9000", "0.0.0.0", 9000);
+}
+
+static void test_listen_port_1_and_65535_are_accepted(void **state)
+{
+	(void)state;
+	assert_listen("127.0.0.1:1", "127.0.0.1", 1);
+	assert_listen("127.0.0.1:65535", "127.0.0.1", 65535);
+}
+
+static void test_listen_bad_ports_are_rejected(void **state)
+{
+	(void)state;
+	assert_listen_rejected("127.0.0.1:0");
+	assert_listen_rejected("127.0.0.1:65536");
+	assert_listen_rejected("127.0.0.1:abc");
+	assert_listen_rejected("127.0.0.1:-1");
+	assert_listen_rejected("127.0.0.1:80x");
+	assert_listen_rejected("127.0.0.1:99999999999");
+	assert_listen_rejected("[::1]:0");
+	assert_listen_rejected("[::1]:65536");
+	assert_listen_rejected(":0");
+}
+
+static void test_listen_missing_port_is_rejected(void **state)
+{
+	(void)state;
+	assert_listen_rejected("127.0.0.1");
+	assert_listen_rejected("127.0.0.1:");
+	assert_listen_rejected("[::1]");
+	assert_listen_rejected("[::1]:");
+	assert_listen_rejected(":");
+	assert_listen_rejected("");
+}
+
+static void test_listen_bare_ipv6_is_rejected(void **state)
+{
+	(void)state;
+	assert_listen_rejected("::1:80");
+	assert_listen_rejected("2001:db8::1:443");
+	assert_listen_rejected("::1");
+}
+
+static void test_listen_malformed_brackets_are_rejected(void **state)
+{
+	(void)state;
+	assert_listen_rejected("[]:80");
+	assert_listen_rejected("[::1]8080");
+	assert_listen_rejected("[::1:8080");
+	assert_listen_rejected("[::1]x:8080");
+}
+
+static void test_listen_host_too_long_for_the_buffer_is_rejected(void **state)
+{
+	(void)state;
+	char host[4];
+	uint16_t port = 0;
+	assert_int_equal(parse_listen("abc:80", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "abc");
+	assert_int_equal(port, 80);
+	assert_int_equal(parse_listen("abcd:80", host, sizeof(host), &port), -1);
+}
+
+/* config_parse_text */
+
+static void test_text_applies_name_value_lines(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "workers = 4\ndatabase = music\n"), 0);
+	assert_int_equal(f->config.workers, 4);
+	assert_string_equal(f->config.database, "music");
+}
+
+static void test_text_allows_spaces_and_tabs_around_equals(void **state)
+{
+	struct fixture *f = *state;
+	const char *text = "workers=4\n  database \t=\t music  \n\tcollection =songs\t\n";
+	assert_int_equal(parse_text(f, text), 0);
+	assert_int_equal(f->config.workers, 4);
+	assert_string_equal(f->config.database, "music");
+	assert_string_equal(f->config.collection, "songs");
+}
+
+static void test_text_skips_comments_and_blank_lines(void **state)
+{
+	struct fixture *f = *state;
+	const char *text = "# musicd settings\n\n   \n\t\n  # workers = 99\nworkers = 3\n";
+	assert_int_equal(parse_text(f, text), 0);
+	assert_int_equal(f->config.workers, 3);
+}
+
+static void test_text_accepts_crlf_line_endings(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "# comment\r\n\r\nworkers = 4\r\ndatabase = music\r\n"), 0);
+	assert_int_equal(f->config.workers, 4);
+	assert_string_equal(f->config.database, "music");
+}
+
+static void test_text_last_line_needs_no_newline(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "workers = 4\ndatabase = music"), 0);
+	assert_string_equal(f->config.database, "music");
+}
+
+static void test_text_value_may_contain_equals(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "mongodb-uri = mongodb://db/?replicaSet=rs0&w=1\n"), 0);
+	assert_string_equal(f->config.mongodb_uri, "mongodb://db/?replicaSet=rs0&w=1");
+}
+
+static void test_text_empty_applies_nothing(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, ""), 0);
+	assert_int_equal(f->config.lookup_threads, 8);
+	assert_string_equal(f->config.database, "musicdb");
+}
+
+static void test_text_repeated_media_root_appends(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "media-root = /music\nmedia-root = /podcasts\n"
+				       "media-root = /audiobooks\n"),
+			 0);
+	const char *const expected[] = {"/music", "/podcasts", "/audiobooks"};
+	assert_media_roots(&f->config, expected, 3);
+}
+
+static void test_text_bad_value_error_names_source_and_line(void **state)
+{
+	struct fixture *f = *state;
+	assert_parse_fails_with(f, "database = music\n# comment\nworkers = 0\n",
+				SOURCE ":3: workers: '0' is not a number from 1 to 256");
+}
+
+static void test_text_line_numbers_count_blank_crlf_lines(void **state)
+{
+	struct fixture *f = *state;
+	assert_parse_fails_with(f, "\r\n# x\r\n\r\nlog-level = loud\r\n",
+				SOURCE ":4: log-level: 'loud' is not one of debug, info, warn, "
+				       "error");
+}
+
+static void test_text_unknown_setting_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_parse_fails_with(f, "workers = 2\nnope = 1\n", SOURCE ":2: unknown setting 'nope'");
+}
+
+static void test_text_line_without_equals_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_parse_fails_with(f, "workers 4\n",
+				SOURCE ":1: expected 'name = value', got 'workers 4'");
+}
+
+static void test_text_config_setting_is_not_allowed(void **state)
+{
+	struct fixture *f = *state;
+	assert_parse_fails_with(f, "\nconfig = /etc/other.conf\n",
+				SOURCE ":2: 'config' only works on the command line");
+	assert_null(f->config.config_file);
+}
+
+static void test_text_empty_value_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_parse_fails_with(f, "database =\n", SOURCE ":1: database: empty value");
+}
+
+static void test_text_overlong_line_fails(void **state)
+{
+	struct fixture *f = *state;
+	size_t length = 8192;
+	char *text = malloc(length + 1);
+	assert_non_null(text);
+	memcpy(text, "database = ", 11);
+	memset(text + 11, 'x', length - 11);
+	text[length] = '\0';
+	int result = parse_text(f, text);
+	free(text);
+	assert_int_equal(result, -1);
+	assert_string_equal(f->error, SOURCE ":1: line too long");
+}
+
+/* config_load */
+
+static void test_load_with_a_media_root_runs_with_defaults(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("--media-root", "/music")), 0);
+	assert_int_equal(f->action, CONFIG_ACTION_RUN);
+	const char *const expected[] = {"/music"};
+	assert_media_roots(&f->config, expected, 1);
+	assert_string_equal(f->config.mongodb_uri, "mongodb://127.0.0.1:27017");
+	assert_int_equal(f->config.lookup_threads, 8);
+	assert_null(f->config.config_file);
+}
+
+static void test_load_flag_value_may_follow_an_equals_sign(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL,
+			      ARGV("--media-root=/music", "--workers=4", "--listen=:8080",
+				   "--mongodb-uri=mongodb://h/?a=b")),
+			 0);
+	assert_int_equal(f->config.workers, 4);
+	assert_string_equal(f->config.listen_host, "0.0.0.0");
+	assert_int_equal(f->config.listen_port, 8080);
+	assert_string_equal(f->config.mongodb_uri, "mongodb://h/?a=b");
+	assert_string_equal(f->config.media_roots[0], "/music");
+}
+
+static void test_load_flag_value_may_be_the_next_argument(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL,
+			      ARGV("--media-root", "/music", "--workers", "4", "--log-level",
+				   "debug", "--access-log", "-")),
+			 0);
+	assert_int_equal(f->config.workers, 4);
+	assert_int_equal(f->config.log_level, LOG_LEVEL_DEBUG);
+	assert_string_equal(f->config.access_log, "-");
+}
+
+static void test_load_later_flag_overrides_earlier(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(
+		load(f, NULL, ARGV("--media-root", "/music", "--workers", "4", "--workers=6")), 0);
+	assert_int_equal(f->config.workers, 6);
+}
+
+static void test_load_env_mongodb_uri_overrides_the_default(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, "mongodb://env-host:27017", ARGV("--media-root", "/music")), 0);
+	assert_string_equal(f->config.mongodb_uri, "mongodb://env-host:27017");
+}
+
+static void test_load_file_overrides_env_mongodb_uri(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "mongodb-uri = mongodb://file-host:27017\n"
+						"media-root = /music\n");
+	assert_int_equal(load(f, "mongodb://env-host:27017", ARGV("--config", path)), 0);
+	assert_string_equal(f->config.mongodb_uri, "mongodb://file-host:27017");
+}
+
+static void test_load_flags_override_the_file(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "workers = 2\ndatabase = filedb\nlookup-threads = 3\n"
+						"media-root = /music\n");
+	assert_int_equal(load(f, "mongodb://env-host:27017",
+			      ARGV("--workers", "5", "--config", path, "--mongodb-uri",
+				   "mongodb://flag-host:27017")),
+			 0);
+	assert_int_equal(f->config.workers, 5);
+	assert_string_equal(f->config.mongodb_uri, "mongodb://flag-host:27017");
+	assert_string_equal(f->config.database, "filedb");
+	assert_int_equal(f->config.lookup_threads, 3);
+}
+
+static void test_load_records_the_config_file(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\n");
+	assert_int_equal(load(f, NULL, ARGV("--config", path)), 0);
+	assert_string_equal(f->config.config_file, path);
+}
+
+static void test_load_keeps_the_file_media_roots_without_flags(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\nmedia-root = /podcasts\n");
+	assert_int_equal(load(f, NULL, ARGV("--config", path)), 0);
+	const char *const expected[] = {"/music", "/podcasts"};
+	assert_media_roots(&f->config, expected, 2);
+}
+
+static void test_load_media_root_flags_replace_the_file_list(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\nmedia-root = /podcasts\n");
+	char **argv = ARGV("--media-root", "/srv/a", "--config", path, "--media-root=/srv/b");
+	assert_int_equal(load(f, NULL, argv), 0);
+	const char *const expected[] = {"/srv/a", "/srv/b"};
+	assert_media_roots(&f->config, expected, 2);
+}
+
+static void test_load_without_media_root_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_load_fails_with(f, ARGV("--workers", "2"), NO_MEDIA_ROOT_MESSAGE);
+	assert_load_fails_with(f, ARGV(), NO_MEDIA_ROOT_MESSAGE);
+}
+
+static void test_load_unknown_option_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_load_fails_with(f, ARGV("--media-root", "/music", "--nope", "1"),
+			       "unknown option '--nope' (see --help)");
+	assert_load_fails_with(f, ARGV("--nope=1"), "unknown option '--nope' (see --help)");
+}
+
+static void test_load_argument_without_dashes_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_load_fails_with(f, ARGV("serve"),
+			       "unexpected argument 'serve' (options start with --)");
+	assert_load_fails_with(f, ARGV("-w", "4"),
+			       "unexpected argument '-w' (options start with --)");
+}
+
+static void test_load_option_missing_its_value_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_load_fails_with(f, ARGV("--media-root", "/music", "--workers"),
+			       "option '--workers' needs a value");
+}
+
+static void test_load_bad_flag_value_fails_naming_the_flag(void **state)
+{
+	struct fixture *f = *state;
+	assert_load_fails_with(f, ARGV("--media-root", "/music", "--workers", "0"),
+			       "--workers: '0' is not a number from 1 to 256");
+	assert_load_fails_with(f, ARGV("--media-root", "/music", "--listen=nowhere"),
+			       "--listen: 'nowhere' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port "
+			       "1-65535)");
+}
+
+static void test_load_bad_file_line_fails_naming_file_and_line(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\nnope = 1\n");
+	char expected[CONFIG_ERROR_MAX];
+	snprintf(expected, sizeof(expected), "%s:2: unknown setting 'nope'", path);
+	assert_load_fails_with(f, ARGV("--config", path), expected);
+}
+
+static void test_load_missing_config_file_fails(void **state)
+{
+	struct fixture *f = *state;
+	char **argv = ARGV("--media-root", "/music", "--config", "/nonexistent/musicd.conf");
+	assert_load_fails_with(f, argv,
+			       "config file /nonexistent/musicd.conf: No such file or directory");
+}
+
+static void test_load_help_asks_for_help(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("--help")), 0);
+	assert_int_equal(f->action, CONFIG_ACTION_HELP);
+}
+
+static void test_load_short_help_asks_for_help(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("-h")), 0);
+	assert_int_equal(f->action, CONFIG_ACTION_HELP);
+}
+
+static void test_load_help_wins_over_a_missing_config_file(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("--config", "/nonexistent/musicd.conf", "--help")), 0);
+	assert_int_equal(f->action, CONFIG_ACTION_HELP);
+}
+
+static void test_load_version_asks_for_the_version(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("--version")), 0);
+	assert_int_equal(f->action, CONFIG_ACTION_VERSION);
+}
+
+int main(void)
+{
+#define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		TEST(test_init_sets_every_default),
+		TEST(test_set_string_settings_replace_their_value),
+		TEST(test_set_string_twice_keeps_the_last),
+		TEST(test_set_config_records_the_file),
+		TEST(test_set_empty_value_fails_naming_the_setting),
+		TEST(test_set_unknown_setting_fails_naming_it),
+		TEST(test_set_workers_accepts_1_to_256),
+		TEST(test_set_workers_out_of_range_fails_naming_the_range),
+		TEST(test_set_each_number_accepts_its_bounds),
+		TEST(test_set_each_number_rejects_values_past_its_bounds),
+		TEST(test_set_number_rejects_anything_but_decimal_digits),
+		TEST(test_set_number_ignores_leading_zeros),
+		TEST(test_set_listen_sets_host_and_port),
+		TEST(test_set_listen_accepts_bracketed_ipv6),
+		TEST(test_set_listen_invalid_fails_naming_the_setting),
+		TEST(test_set_media_root_appends_in_order),
+		TEST(test_set_media_root_beyond_the_maximum_fails),
+		TEST(test_set_access_log_to_a_path),
+		TEST(test_set_access_log_to_stdout),
+		TEST(test_set_access_log_off_turns_it_off),
+		TEST(test_set_cache_control_replaces_it),
+		TEST(test_set_cache_control_off_turns_it_off),
+		TEST(test_set_log_level_accepts_each_level),
+		TEST(test_set_log_level_unknown_fails_listing_the_levels),
+		TEST(test_listen_ipv4_and_port),
+		TEST(test_listen_host_name_and_port),
+		TEST(test_listen_bracketed_ipv6_and_port),
+		TEST(test_listen_port_alone_is_any_address),
+		TEST(test_listen_port_1_and_65535_are_accepted),
+		TEST(test_listen_bad_ports_are_rejected),
+		TEST(test_listen_missing_port_is_rejected),
+		TEST(test_listen_bare_ipv6_is_rejected),
+		TEST(test_listen_malformed_brackets_are_rejected),
+		TEST(test_listen_host_too_long_for_the_buffer_is_rejected),
+		TEST(test_text_applies_name_value_lines),
+		TEST(test_text_allows_spaces_and_tabs_around_equals),
+		TEST(test_text_skips_comments_and_blank_lines),
+		TEST(test_text_accepts_crlf_line_endings),
+		TEST(test_text_last_line_needs_no_newline),
+		TEST(test_text_value_may_contain_equals),
+		TEST(test_text_empty_applies_nothing),
+		TEST(test_text_repeated_media_root_appends),
+		TEST(test_text_bad_value_error_names_source_and_line),
+		TEST(test_text_line_numbers_count_blank_crlf_lines),
+		TEST(test_text_unknown_setting_fails),
+		TEST(test_text_line_without_equals_fails),
+		TEST(test_text_config_setting_is_not_allowed),
+		TEST(test_text_empty_value_fails),
+		TEST(test_text_overlong_line_fails),
+		TEST(test_load_with_a_media_root_runs_with_defaults),
+		TEST(test_load_flag_value_may_follow_an_equals_sign),
+		TEST(test_load_flag_value_may_be_the_next_argument),
+		TEST(test_load_later_flag_overrides_earlier),
+		TEST(test_load_env_mongodb_uri_overrides_the_default),
+		TEST(test_load_file_overrides_env_mongodb_uri),
+		TEST(test_load_flags_override_the_file),
+		TEST(test_load_records_the_config_file),
+		TEST(test_load_keeps_the_file_media_roots_without_flags),
+		TEST(test_load_media_root_flags_replace_the_file_list),
+		TEST(test_load_without_media_root_fails),
+		TEST(test_load_unknown_option_fails),
+		TEST(test_load_argument_without_dashes_fails),
+		TEST(test_load_option_missing_its_value_fails),
+		TEST(test_load_bad_flag_value_fails_naming_the_flag),
+		TEST(test_load_bad_file_line_fails_naming_file_and_line),
+		TEST(test_load_missing_config_file_fails),
+		TEST(test_load_help_asks_for_help),
+		TEST(test_load_short_help_asks_for_help),
+		TEST(test_load_help_wins_over_a_missing_config_file),
+		TEST(test_load_version_asks_for_the_version),
+	};
+#undef TEST
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
