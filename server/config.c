@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include "proxy_trust.h"
 #include "range.h"
 
 #include <errno.h>
@@ -23,7 +24,8 @@ enum option_kind {
 	OPTION_STRING,	   /* char * field, replaced */
 	OPTION_UNSIGNED,   /* unsigned field within [minimum, maximum] */
 	OPTION_LISTEN,	   /* host + port */
-	OPTION_MEDIA_ROOT, /* appended; repeatable */
+	OPTION_LIST,	   /* repeatable: appended; the command line's replace the file's */
+	OPTION_SWITCH,	   /* int field: "on"/"off"; a bare flag on the command line means on */
 	OPTION_STRING_OR_OFF, /* char * field, or NULL for "off" */
 	OPTION_LOG_LEVEL,
 	OPTION_FILE_ONLY_ON_COMMAND_LINE, /* --config: meaningless inside a file */
@@ -34,55 +36,72 @@ struct option_spec {
 	const char *value_name;
 	enum option_kind kind;
 	size_t offset;
-	unsigned minimum, maximum;
+	unsigned minimum, maximum; /* OPTION_UNSIGNED: the range; OPTION_LIST: maximum = capacity */
 	const char *help;
+	size_t count_offset;	   /* OPTION_LIST: the size_t holding the item count */
 };
 
 #define FIELD(name) offsetof(struct config, name)
+#define STRING(field) .kind = OPTION_STRING, .offset = FIELD(field)
+#define STRING_OR_OFF(field) .kind = OPTION_STRING_OR_OFF, .offset = FIELD(field)
+#define NUMBER(field, low, high) .kind = OPTION_UNSIGNED, .offset = FIELD(field), .minimum = low, .maximum = high
+#define LIST(items, count, capacity)                                                              \
+	.kind = OPTION_LIST, .offset = FIELD(items), .count_offset = FIELD(count), .maximum = capacity
 
 static const struct option_spec options[] = {
-	{"config", "FILE", OPTION_FILE_ONLY_ON_COMMAND_LINE, FIELD(config_file), 0, 0,
-	 "read settings from FILE (name = value lines); flags override it"},
-	{"listen", "ADDR:PORT", OPTION_LISTEN, 0, 0, 0,
-	 "address and port to serve on (default 127.0.0.1:23001)"},
-	{"mongodb-uri", "URI", OPTION_STRING, FIELD(mongodb_uri), 0, 0,
-	 "MongoDB connection string (default $MONGODB_URI, else mongodb://127.0.0.1:27017)"},
-	{"database", "NAME", OPTION_STRING, FIELD(database), 0, 0,
-	 "database holding the tracks (default musicdb)"},
-	{"collection", "NAME", OPTION_STRING, FIELD(collection), 0, 0,
-	 "collection holding the tracks (default tracks)"},
-	{"path-field", "NAME", OPTION_STRING, FIELD(path_field), 0, 0,
-	 "document field with the file's absolute path (default path)"},
-	{"media-root", "DIR", OPTION_MEDIA_ROOT, 0, 0, 0,
-	 "directory files may be served from; repeatable, at least one required"},
-	{"workers", "N", OPTION_UNSIGNED, FIELD(workers), 1, 256,
-	 "HTTP worker threads (default: one per CPU)"},
-	{"lookup-threads", "N", OPTION_UNSIGNED, FIELD(lookup_threads), 1, 256,
-	 "database lookup threads (default 8)"},
-	{"lookup-timeout", "MS", OPTION_UNSIGNED, FIELD(lookup_timeout_ms), 1, 600000,
-	 "deadline for a database lookup before answering 503 (default 2000)"},
-	{"max-pending-lookups", "N", OPTION_UNSIGNED, FIELD(max_pending_lookups), 1, 1000000,
-	 "lookups queued or running before new ones get 503 at once (default 1024)"},
-	{"lookup-cache-entries", "N", OPTION_UNSIGNED, FIELD(lookup_cache_entries), 0, 100000000,
-	 "ids whose paths are remembered; 0 disables the lookup cache (default 10000)"},
-	{"lookup-cache-ttl", "SECONDS", OPTION_UNSIGNED, FIELD(lookup_cache_ttl), 0, 86400,
-	 "how long a found path is reused without asking the database (default 30)"},
-	{"lookup-cache-negative-ttl", "SECONDS", OPTION_UNSIGNED, FIELD(lookup_cache_negative_ttl),
-	 0, 86400, "how long \"no such document\" is remembered (default 5)"},
-	{"open-file-cache-entries", "N", OPTION_UNSIGNED, FIELD(open_file_cache_entries), 0,
-	 1000000, "files kept open between requests; 0 disables the cache (default 1000)"},
-	{"open-file-cache-valid", "SECONDS", OPTION_UNSIGNED, FIELD(open_file_cache_valid), 0,
-	 86400, "how often a cached file is checked against the disk (default 5)"},
-	{"open-file-cache-inactive", "SECONDS", OPTION_UNSIGNED, FIELD(open_file_cache_inactive), 1,
-	 86400, "how long an unused cached file stays open (default 60)"},
-	{"access-log", "FILE|-|off", OPTION_STRING_OR_OFF, FIELD(access_log), 0, 0,
-	 "combined-format access log: a file, - for stdout, or off (default off)"},
-	{"cache-control", "VALUE|off", OPTION_STRING_OR_OFF, FIELD(cache_control), 0, 0,
-	 "Cache-Control of 200, 206 and 304 answers (default \"public, max-age=86400\")"},
-	{"max-ranges", "N", OPTION_UNSIGNED, FIELD(max_ranges), 1, RANGE_MAX_PARTS_LIMIT,
-	 "ranges one request may ask for before it gets the whole file (default 16)"},
-	{"log-level", "LEVEL", OPTION_LOG_LEVEL, FIELD(log_level), 0, 0,
-	 "debug, info, warn or error (default info)"},
+	{"config", "FILE", .kind = OPTION_FILE_ONLY_ON_COMMAND_LINE, .offset = FIELD(config_file),
+	 .help = "read settings from FILE (name = value lines); flags override it"},
+	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN,
+	 .help = "address and port to serve on (default 127.0.0.1:23001)"},
+	{"mongodb-uri", "URI", STRING(mongodb_uri),
+	 .help = "MongoDB connection string (default $MONGODB_URI, else mongodb://127.0.0.1:27017)"},
+	{"database", "NAME", STRING(database), .help = "database holding the tracks (default musicdb)"},
+	{"collection", "NAME", STRING(collection),
+	 .help = "collection holding the tracks (default tracks)"},
+	{"path-field", "NAME", STRING(path_field),
+	 .help = "document field with the file's absolute path (default path)"},
+	{"media-root", "DIR", LIST(media_roots, media_root_count, CONFIG_MAX_MEDIA_ROOTS),
+	 .help = "directory files may be served from; repeatable, at least one required"},
+	{"workers", "N", NUMBER(workers, 1, 256),
+	 .help = "HTTP worker threads (default: one per CPU)"},
+	{"lookup-threads", "N", NUMBER(lookup_threads, 1, 256),
+	 .help = "database lookup threads (default 8)"},
+	{"lookup-timeout", "MS", NUMBER(lookup_timeout_ms, 1, 600000),
+	 .help = "deadline for a database lookup before answering 503 (default 2000)"},
+	{"max-pending-lookups", "N", NUMBER(max_pending_lookups, 1, 1000000),
+	 .help = "lookups queued or running before new ones get 503 at once (default 1024)"},
+	{"lookup-cache-entries", "N", NUMBER(lookup_cache_entries, 0, 100000000),
+	 .help = "ids whose paths are remembered; 0 disables the lookup cache (default 10000)"},
+	{"lookup-cache-ttl", "SECONDS", NUMBER(lookup_cache_ttl, 0, 86400),
+	 .help = "how long a found path is reused without asking the database (default 30)"},
+	{"lookup-cache-negative-ttl", "SECONDS", NUMBER(lookup_cache_negative_ttl, 0, 86400),
+	 .help = "how long \"no such document\" is remembered (default 5)"},
+	{"open-file-cache-entries", "N", NUMBER(open_file_cache_entries, 0, 1000000),
+	 .help = "files kept open between requests; 0 disables the cache (default 1000)"},
+	{"open-file-cache-valid", "SECONDS", NUMBER(open_file_cache_valid, 0, 86400),
+	 .help = "how often a cached file is checked against the disk (default 5)"},
+	{"open-file-cache-inactive", "SECONDS", NUMBER(open_file_cache_inactive, 1, 86400),
+	 .help = "how long an unused cached file stays open (default 60)"},
+	{"cache-control", "VALUE|off", STRING_OR_OFF(cache_control),
+	 .help = "Cache-Control of 200, 206 and 304 answers (default \"public, max-age=86400\")"},
+	{"error-cache-control", "VALUE|off", STRING_OR_OFF(error_cache_control),
+	 .help = "Cache-Control of error answers, so caches do not keep an outage (default "
+		 "no-store)"},
+	{"max-ranges", "N", NUMBER(max_ranges, 1, RANGE_MAX_PARTS_LIMIT),
+	 .help = "ranges one request may ask for before it gets the whole file (default 16)"},
+	{"x-accel-redirect", "PREFIX",
+	 LIST(x_accel_redirects, x_accel_redirect_count, CONFIG_MAX_MEDIA_ROOTS),
+	 .help = "offload to nginx: answer X-Accel-Redirect: PREFIX<path in root>; one per media "
+		 "root, in the same order"},
+	{"x-sendfile", "[on|off]", .kind = OPTION_SWITCH, .offset = FIELD(x_sendfile),
+	 .help = "offload to Apache/lighttpd: answer X-Sendfile: <absolute path>"},
+	{"trusted-proxy", "CIDR",
+	 LIST(trusted_proxies, trusted_proxy_count, CONFIG_MAX_TRUSTED_PROXIES),
+	 .help = "peer whose X-Forwarded-For names the client in the access log; repeatable"},
+	{"access-log", "FILE|-|off", STRING_OR_OFF(access_log),
+	 .help = "combined-format access log: a file, - for stdout, or off (default off)"},
+	{"log-level", "LEVEL", .kind = OPTION_LOG_LEVEL,
+	 .help = "debug, info, warn or error (default info)"},
 };
 
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
@@ -140,6 +159,16 @@ void config_init(struct config *config)
 	config->open_file_cache_valid = 5;
 	config->open_file_cache_inactive = 60;
 	config->log_level = LOG_LEVEL_INFO;
+	config->error_cache_control = strdup("no-store");
+}
+
+static void clear_list(struct config *config, const struct option_spec *option)
+{
+	char **items = (char **)((char *)config + option->offset);
+	size_t *count = (size_t *)((char *)config + option->count_offset);
+	for (size_t i = 0; i < *count; i++)
+		free(items[i]);
+	*count = 0;
 }
 
 void config_free(struct config *config)
@@ -150,9 +179,12 @@ void config_free(struct config *config)
 	free(config->database);
 	free(config->collection);
 	free(config->path_field);
-	for (size_t i = 0; i < config->media_root_count; i++)
-		free(config->media_roots[i]);
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		if (options[i].kind == OPTION_LIST)
+			clear_list(config, &options[i]);
+	}
 	free(config->access_log);
+	free(config->error_cache_control);
 	free(config->cache_control);
 	memset(config, 0, sizeof(*config));
 }
@@ -248,16 +280,32 @@ int config_set(struct config *config, const char *name, const char *value, char 
 		config->listen_port = port;
 		return 0;
 	}
-	case OPTION_MEDIA_ROOT:
-		if (config->media_root_count == CONFIG_MAX_MEDIA_ROOTS) {
-			set_error(error, error_size, "%s: more than %d media roots", name,
-				  CONFIG_MAX_MEDIA_ROOTS);
+	case OPTION_LIST: {
+		char **items = (char **)(base + option->offset);
+		size_t *count = (size_t *)(base + option->count_offset);
+		if (*count == option->maximum) {
+			set_error(error, error_size, "%s: given more than %u times", name,
+				  option->maximum);
 			return -1;
 		}
-		if ((config->media_roots[config->media_root_count] = strdup(value)) == NULL)
+		if ((items[*count] = strdup(value)) == NULL)
 			goto out_of_memory;
-		config->media_root_count++;
+		(*count)++;
 		return 0;
+	}
+	case OPTION_SWITCH: {
+		int *field = (int *)(base + option->offset);
+		if (strcmp(value, "on") == 0 || strcmp(value, "yes") == 0 || strcmp(value, "true") == 0) {
+			*field = 1;
+		} else if (strcmp(value, "off") == 0 || strcmp(value, "no") == 0 ||
+			   strcmp(value, "false") == 0) {
+			*field = 0;
+		} else {
+			set_error(error, error_size, "%s: '%s' is not on or off", name, value);
+			return -1;
+		}
+		return 0;
+	}
 	case OPTION_STRING_OR_OFF: {
 		char **field = (char **)(base + option->offset);
 		if (strcmp(value, "off") == 0) {
@@ -372,6 +420,7 @@ struct flag {
 	const char *name;
 	size_t name_length;
 	const char *value; /* NULL for --help and --version */
+	const struct option_spec *option;
 };
 
 /*
@@ -384,11 +433,11 @@ static int next_flag(int argc, char *const *argv, int *index, struct flag *flag,
 	const char *arg = argv[*index];
 	(*index)++;
 	if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-		*flag = (struct flag){"help", 4, NULL};
+		*flag = (struct flag){"help", 4, NULL, NULL};
 		return 0;
 	}
 	if (strcmp(arg, "--version") == 0) {
-		*flag = (struct flag){"version", 7, NULL};
+		*flag = (struct flag){"version", 7, NULL, NULL};
 		return 0;
 	}
 	if (strncmp(arg, "--", 2) != 0) {
@@ -407,12 +456,15 @@ static int next_flag(int argc, char *const *argv, int *index, struct flag *flag,
 	}
 	memcpy(name_copy, name, flag->name_length);
 	name_copy[flag->name_length] = '\0';
-	if (find_option(name_copy) == NULL) {
+	flag->option = find_option(name_copy);
+	if (flag->option == NULL) {
 		set_error(error, error_size, "unknown option '--%s' (see --help)", name_copy);
 		return -1;
 	}
 	if (equals != NULL) {
 		flag->value = equals + 1;
+	} else if (flag->option->kind == OPTION_SWITCH) {
+		flag->value = "on";
 	} else if (*index < argc) {
 		flag->value = argv[*index];
 		(*index)++;
@@ -439,6 +491,45 @@ static int apply_flag(struct config *config, const struct flag *flag, char *erro
 	if (config_set(config, name, flag->value, reason, sizeof(reason)) < 0) {
 		set_error(error, error_size, "--%s", reason);
 		return -1;
+	}
+	return 0;
+}
+
+int config_validate(const struct config *config, char *error, size_t error_size)
+{
+	if (config->media_root_count == 0) {
+		set_error(error, error_size,
+			  "no media root: give at least one --media-root DIR (or media-root in the "
+			  "config file)");
+		return -1;
+	}
+	if (config->x_accel_redirect_count != 0 &&
+	    config->x_accel_redirect_count != config->media_root_count) {
+		set_error(error, error_size,
+			  "x-accel-redirect: given %zu times for %zu media roots; give one prefix per "
+			  "media root, in the same order",
+			  config->x_accel_redirect_count, config->media_root_count);
+		return -1;
+	}
+	for (size_t i = 0; i < config->x_accel_redirect_count; i++) {
+		if (config->x_accel_redirects[i][0] != '/') {
+			set_error(error, error_size, "x-accel-redirect: '%s' must start with /",
+				  config->x_accel_redirects[i]);
+			return -1;
+		}
+	}
+	if (config->x_accel_redirect_count != 0 && config->x_sendfile) {
+		set_error(error, error_size, "x-accel-redirect and x-sendfile cannot both be on");
+		return -1;
+	}
+	for (size_t i = 0; i < config->trusted_proxy_count; i++) {
+		struct cidr cidr;
+		if (cidr_parse(config->trusted_proxies[i], &cidr) < 0) {
+			set_error(error, error_size,
+				  "trusted-proxy: '%s' is not an address or CIDR (e.g. 10.0.0.0/8)",
+				  config->trusted_proxies[i]);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -480,27 +571,19 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 			return -1;
 	}
 
-	/* Second pass: flags override the file; media roots on the command line replace the file's. */
-	bool media_roots_from_flags = false;
+	/* Second pass: flags override the file; a list on the command line replaces the file's. */
+	bool list_from_flags[OPTION_COUNT] = {false};
 	for (int i = 1; i < argc;) {
 		next_flag(argc, argv, &i, &flag, error, error_size);
-		if (flag_is(&flag, "media-root") && !media_roots_from_flags) {
-			for (size_t r = 0; r < config->media_root_count; r++)
-				free(config->media_roots[r]);
-			config->media_root_count = 0;
-			media_roots_from_flags = true;
+		size_t index = (size_t)(flag.option - options);
+		if (flag.option->kind == OPTION_LIST && !list_from_flags[index]) {
+			clear_list(config, flag.option);
+			list_from_flags[index] = true;
 		}
 		if (apply_flag(config, &flag, error, error_size) < 0)
 			return -1;
 	}
-
-	if (config->media_root_count == 0) {
-		set_error(error, error_size,
-			  "no media root: give at least one --media-root DIR (or media-root in the "
-			  "config file)");
-		return -1;
-	}
-	return 0;
+	return config_validate(config, error, error_size);
 }
 
 void config_print_usage(const char *program)

@@ -12,6 +12,7 @@
 #include "log.h"
 
 #define CONFIG_MAX_MEDIA_ROOTS 32
+#define CONFIG_MAX_TRUSTED_PROXIES 64
 #define CONFIG_ERROR_MAX 512
 #define CONFIG_DEFAULT_PORT 23001
 
@@ -40,6 +41,14 @@ struct config {
 	unsigned open_file_cache_valid;	  /* seconds between checks of a cached file on disk */
 	unsigned open_file_cache_inactive; /* seconds unused before a cached file is closed */
 	enum log_level log_level;
+
+	/* Offload: nginx or Apache/lighttpd send the bytes; musicd only looks up and checks. */
+	char *x_accel_redirects[CONFIG_MAX_MEDIA_ROOTS]; /* one URI prefix per media root, in order */
+	size_t x_accel_redirect_count;
+	int x_sendfile;				 /* answer with X-Sendfile: <absolute path> */
+	char *trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES]; /* CIDRs whose X-Forwarded-For is believed */
+	size_t trusted_proxy_count;
+	char *error_cache_control; /* Cache-Control of 4xx and 5xx answers; NULL for none */
 };
 
 enum config_action { CONFIG_ACTION_RUN, CONFIG_ACTION_HELP, CONFIG_ACTION_VERSION };
@@ -62,6 +71,9 @@ int config_parse_text(struct config *config, const char *text, const char *sourc
 
 /* Splits "host:port", "[v6]:port" or ":port" (any address); returns 0 or -1. */
 int config_parse_listen(const char *text, char *host, size_t host_size, uint16_t *port);
+
+/* Checks the settings against each other (media roots, offload, proxies); -1 with a message. */
+int config_validate(const struct config *config, char *error, size_t error_size);
 
 /*
  * The whole start-up sequence: defaults, env_mongodb_uri (may be NULL), the

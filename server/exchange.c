@@ -59,12 +59,16 @@ static void log_access(struct exchange *exchange, int status, uint64_t body_byte
 	if (log == NULL || req == NULL)
 		return;
 	struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
+	const struct service *service = exchange->worker->service;
 	char *peer_address = NULL;
 	ev_uint16_t peer_port = 0;
+	char forwarded_client[PROXY_TRUST_ADDRESS_MAX];
 	evhttp_connection_get_peer(exchange->connection, &peer_address, &peer_port);
 
 	struct access_entry entry = {
-		.client = peer_address,
+		.client = proxy_trust_client(service->trusted_proxies, service->trusted_proxy_count,
+					     peer_address, evhttp_find_header(headers, "X-Forwarded-For"),
+					     forwarded_client, sizeof(forwarded_client)),
 		.time = exchange->started_wall,
 		.method = method_name(evhttp_request_get_command(req)),
 		.target = evhttp_request_get_uri(req),

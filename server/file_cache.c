@@ -22,6 +22,7 @@
 struct file_cache_entry {
 	struct lru_node node;
 	char *path;		/* the key: the path as the database has it */
+	char *resolved_path;	/* where it really is; response.resolved_path points here */
 	unsigned borrowers;	/* guarded by the shard lock */
 	int in_table;		/* guarded by the shard lock */
 	int64_t validated_at;	/* cache_now_seconds() of the last check against the disk */
@@ -71,6 +72,7 @@ static void free_entry(struct file_cache_entry *entry)
 {
 	if (entry->response.segment != NULL)
 		evbuffer_file_segment_free(entry->response.segment);
+	free(entry->resolved_path);
 	free(entry->path);
 	free(entry);
 }
@@ -153,7 +155,8 @@ static struct file_cache_entry *new_entry(const char *path, const struct media_f
 					  const char *cache_control)
 {
 	struct file_cache_entry *entry = calloc(1, sizeof(*entry));
-	if (entry == NULL || (entry->path = strdup(path)) == NULL)
+	if (entry == NULL || (entry->path = strdup(path)) == NULL ||
+	    (entry->resolved_path = strdup(file->resolved_path)) == NULL)
 		goto fail;
 	entry->response.segment = evbuffer_file_segment_new(file->fd, 0, (ev_off_t)file->size,
 							    EVBUF_FS_CLOSE_ON_FREE);
@@ -170,13 +173,17 @@ static struct file_cache_entry *new_entry(const char *path, const struct media_f
 	entry->response.mtime = file->mtime.tv_sec;
 	entry->response.content_type = content_type_for_path(file->resolved_path);
 	entry->response.cache_control = cache_control;
+	entry->response.resolved_path = entry->resolved_path;
+	entry->response.root_index = file->root_index;
 	etag_format(entry->response.etag, file->mtime, file->size);
 	http_date_format(entry->response.last_modified, file->mtime.tv_sec);
 	return entry;
 fail:
 	close(file->fd);
-	if (entry != NULL)
+	if (entry != NULL) {
+		free(entry->resolved_path);
 		free(entry->path);
+	}
 	free(entry);
 	return NULL;
 }

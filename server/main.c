@@ -73,24 +73,28 @@ static void block_stop_signals(sigset_t *stop_signals)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* Raises the descriptor limit to the hard limit: each connection needs one. */
-static void raise_descriptor_limit(const struct config *config)
+/* Raises the descriptor limit to the hard limit (each connection needs one); returns it. */
+static unsigned long long raise_descriptor_limit(void)
 {
 	struct rlimit limit;
 	if (getrlimit(RLIMIT_NOFILE, &limit) < 0)
-		return;
+		return 0;
 	if (limit.rlim_cur < limit.rlim_max) {
-		limit.rlim_cur = limit.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &limit) < 0)
-			log_warn("cannot raise the descriptor limit: %s", strerror(errno));
+		struct rlimit raised = {.rlim_cur = limit.rlim_max, .rlim_max = limit.rlim_max};
+		if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+			limit = raised;
 	}
-	getrlimit(RLIMIT_NOFILE, &limit);
-	/* Reserve the listeners, the log files, libmongoc's sockets and cached files. */
-	long reserved = (long)config->workers + (long)config->lookup_threads * 2 +
-			(long)config->open_file_cache_entries + 64;
-	long connections = (long)limit.rlim_cur - reserved;
-	log_info("descriptor limit %llu: room for about %ld concurrent connections",
-		 (unsigned long long)limit.rlim_cur, connections > 0 ? connections : 0);
+	return (unsigned long long)limit.rlim_cur;
+}
+
+static void log_connection_room(const struct config *config, unsigned long long limit)
+{
+	/* Reserve the listeners, log files, libmongoc's sockets and cached files. */
+	long long reserved = (long long)config->workers + (long long)config->lookup_threads * 2 +
+			     (long long)config->open_file_cache_entries + 64;
+	long long room = (long long)limit - reserved;
+	log_info("descriptor limit %llu: room for about %lld concurrent connections", limit,
+		 room > 0 ? room : 0);
 }
 
 static void log_cache_stats(const struct service *service)
@@ -142,7 +146,8 @@ static void stop_workers(struct worker *workers, unsigned count, struct lookup_p
 	}
 }
 
-static int serve(const struct config *config, struct service *service, const sigset_t *stop_signals)
+static int serve(const struct config *config, struct service *service, const sigset_t *stop_signals,
+		 unsigned long long descriptor_limit)
 {
 	char error[CONFIG_ERROR_MAX];
 	int listen_fds[256];
@@ -178,6 +183,8 @@ static int serve(const struct config *config, struct service *service, const sig
 	log_info("musicd %s listening on %s:%u (%u workers, %u lookup threads, database %s.%s)",
 		 MUSICD_VERSION, config->listen_host, config->listen_port, config->workers,
 		 config->lookup_threads, config->database, config->collection);
+	log_connection_room(config, descriptor_limit);
+	log_info("files are delivered by %s", service->delivery->name);
 
 	int signal_number = 0;
 	sigwait(stop_signals, &signal_number);
@@ -191,6 +198,8 @@ stop: {
 	stop_workers(workers, started, service->lookups, grace_ms);
 	service->lookups = NULL;
 	free(workers);
+	if (status == 0)
+		log_cache_stats(service);
 	return status;
 }
 }
@@ -235,6 +244,10 @@ int main(int argc, char **argv)
 		goto out_roots;
 	}
 
+	service.delivery = delivery_for(&config);
+	for (size_t i = 0; i < config.trusted_proxy_count; i++)
+		cidr_parse(config.trusted_proxies[i], &service.trusted_proxies[i]); /* validated */
+	service.trusted_proxy_count = config.trusted_proxy_count;
 	service.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
 						config.lookup_cache_negative_ttl);
 	service.file_cache = file_cache_new(config.open_file_cache_entries,
@@ -244,14 +257,13 @@ int main(int argc, char **argv)
 		status = fail("out of memory for the caches");
 		goto out_caches;
 	}
-	raise_descriptor_limit(&config);
+	unsigned long long descriptor_limit = raise_descriptor_limit();
 	block_stop_signals(&stop_signals);
 	mongoc_log_set_handler(on_mongoc_log, NULL);
 	mongoc_init();
 	evthread_use_pthreads();
 
-	status = serve(&config, &service, &stop_signals);
-	log_cache_stats(&service);
+	status = serve(&config, &service, &stop_signals, descriptor_limit);
 
 	mongoc_cleanup();
 out_caches:

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "multipart.h"
 #include "route.h"
+#include "worker.h"
 
 #define SERVER_NAME "musicd"
 
@@ -86,7 +87,10 @@ void response_send_text(struct exchange *exchange, int status, const char *body)
 
 void response_send_error(struct exchange *exchange, int status)
 {
+	const char *cache_control = exchange->worker->service->config->error_cache_control;
 	char body[64];
+	if (cache_control != NULL)
+		add_header(exchange->req, "Cache-Control", cache_control);
 	snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
 	if (status == 405)
 		add_header(exchange->req, "Allow", ROUTE_ALLOWED_METHODS);
@@ -262,4 +266,17 @@ void response_send_not_modified(struct exchange *exchange, const struct response
 	/* evhttp sends no body and no Content-Length for 304. */
 	add_validator_headers(exchange->req, file);
 	send_headers_only(exchange, 304);
+}
+
+void response_send_offload(struct exchange *exchange, const struct response_file *file,
+			   const char *header, const char *value)
+{
+	struct evhttp_request *req = exchange->req;
+	add_header(req, "Server", SERVER_NAME);
+	add_header(req, "Content-Type", file->content_type);
+	if (file->cache_control != NULL)
+		add_header(req, "Cache-Control", file->cache_control);
+	add_header(req, header, value);
+	add_length_header(req, 0);
+	send_headers_only(exchange, 200);
 }

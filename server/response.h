@@ -24,6 +24,8 @@ struct response_file {
 	time_t mtime;
 	const char *content_type;
 	const char *cache_control; /* NULL for none */
+	const char *resolved_path; /* canonical path, for the offload headers */
+	int root_index;		   /* the media root containing it */
 	char etag[ETAG_MAX];
 	char last_modified[HTTP_DATE_MAX];
 };
@@ -50,6 +52,10 @@ void response_send_multipart(struct exchange *exchange, const struct response_fi
 
 /* 416 with "Content-Range: bytes * /size". */
 void response_send_unsatisfiable(struct exchange *exchange, const struct response_file *file);
+
+/* 200 with headers only, handing the body to a front server through header: value. */
+void response_send_offload(struct exchange *exchange, const struct response_file *file,
+			   const char *header, const char *value);
 
 /* 304 with the validators and Cache-Control, no body. */
 void response_send_not_modified(struct exchange *exchange, const struct response_file *file);

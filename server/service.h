@@ -7,10 +7,12 @@
 
 #include "access_log.h"
 #include "config.h"
+#include "delivery.h"
 #include "file_cache.h"
 #include "lookup_cache.h"
 #include "lookup.h"
 #include "media.h"
+#include "proxy_trust.h"
 
 struct service {
 	const struct config *config;
@@ -19,6 +21,9 @@ struct service {
 	struct access_log *access_log;	 /* NULL when off; lock-free appends */
 	struct lookup_cache *lookup_cache; /* internally locked */
 	struct file_cache *file_cache;	   /* internally locked */
+	const struct delivery *delivery;   /* sendfile or an offload strategy */
+	struct cidr trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES];
+	size_t trusted_proxy_count;
 };
 
 #endif

@@ -19,7 +19,6 @@
 #include "log.h"
 #include "media.h"
 #include "response.h"
-#include "serve.h"
 #include "worker.h"
 
 /* Opens (or finds open) the file at path and answers with it, or 404 and a log line. */
@@ -46,7 +45,7 @@ static void serve_path(struct exchange *exchange, const char *mid, const char *p
 			return;
 		}
 	}
-	serve_file(exchange, file_cache_response(entry));
+	service->delivery->respond(exchange, file_cache_response(entry));
 	/* Responses still sending hold their own segment references. */
 	file_cache_release(service->file_cache, entry);
 }
