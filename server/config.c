@@ -593,10 +593,10 @@ void config_print_usage(const char *program)
 	       "MongoDB and streams the file at its path with sendfile(2).\n\nOptions:\n",
 	       program);
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
-		char left[64];
+		char left[80];
 		snprintf(left, sizeof(left), "--%s %s", options[i].name, options[i].value_name);
-		printf("  %-28s %s\n", left, options[i].help);
+		printf("  %-36s %s\n", left, options[i].help);
 	}
-	printf("  %-28s %s\n", "--help", "show this help and exit");
-	printf("  %-28s %s\n", "--version", "print the version and exit");
+	printf("  %-36s %s\n", "--help", "show this help and exit");
+	printf("  %-36s %s\n", "--version", "print the version and exit");
 }
