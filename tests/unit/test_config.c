@@ -1,8 +1,9 @@
 /*
  * Unit tests for server/config.h: the defaults, config_set for each kind of
- * setting (strings, bounded numbers, listen address, repeatable media roots,
- * access log and cache control or off, log level), config_parse_listen, config-file text, and
- * config_load's precedence: defaults < MONGODB_URI < --config file < flags.
+ * setting (strings, bounded numbers, listen address, repeatable lists,
+ * on/off switches, strings or off, log level), config_parse_listen,
+ * config-file text, config_validate's cross-checks, and config_load's
+ * precedence: defaults < MONGODB_URI < --config file < flags.
  * Each test gets a fresh config_init'd struct and a config_free after it.
  */
 #include <setjmp.h>
@@ -60,6 +61,15 @@ static void assert_set_fails_with(struct fixture *f, const char *name, const cha
 {
 	assert_int_equal(set(f, name, value), -1);
 	assert_string_equal(f->error, message);
+}
+
+/* The message starts with "<setting>: " and mentions detail. */
+static void assert_error_names(const char *error, const char *setting, const char *detail)
+{
+	size_t length = strlen(setting);
+	if (strncmp(error, setting, length) != 0 || strncmp(error + length, ": ", 2) != 0 ||
+	    strstr(error, detail) == NULL)
+		fail_msg("error \"%s\" should name %s and say %s", error, setting, detail);
 }
 
 static int parse_text(struct fixture *f, const char *text)
@@ -141,6 +151,10 @@ static void test_init_sets_every_default(void **state)
 	assert_int_equal(config->open_file_cache_valid, 5);
 	assert_int_equal(config->open_file_cache_inactive, 60);
 	assert_int_equal(config->log_level, LOG_LEVEL_INFO);
+	assert_string_equal(config->error_cache_control, "no-store");
+	assert_int_equal(config->x_accel_redirect_count, 0);
+	assert_int_equal(config->x_sendfile, 0);
+	assert_int_equal(config->trusted_proxy_count, 0);
 }
 
 /* config_set: strings */
@@ -338,10 +352,91 @@ static void test_set_media_root_beyond_the_maximum_fails(void **state)
 		snprintf(root, sizeof(root), "/music/%d", i);
 		assert_int_equal(set(f, "media-root", root), 0);
 	}
-	assert_set_fails_with(f, "media-root", "/one-too-many",
-			      "media-root: more than 32 media roots");
+	assert_int_equal(set(f, "media-root", "/one-too-many"), -1);
+	assert_error_names(f->error, "media-root", "32");
 	assert_int_equal(f->config.media_root_count, CONFIG_MAX_MEDIA_ROOTS);
 	assert_string_equal(f->config.media_roots[CONFIG_MAX_MEDIA_ROOTS - 1], "/music/31");
+}
+
+static void test_set_trusted_proxy_appends_in_order(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "trusted-proxy", "10.0.0.0/8"), 0);
+	assert_int_equal(set(f, "trusted-proxy", "::1"), 0);
+	assert_int_equal(f->config.trusted_proxy_count, 2);
+	assert_string_equal(f->config.trusted_proxies[0], "10.0.0.0/8");
+	assert_string_equal(f->config.trusted_proxies[1], "::1");
+}
+
+static void test_set_trusted_proxy_beyond_the_maximum_fails(void **state)
+{
+	struct fixture *f = *state;
+	for (int i = 0; i < CONFIG_MAX_TRUSTED_PROXIES; i++) {
+		char proxy[32];
+		snprintf(proxy, sizeof(proxy), "10.0.0.%d", i);
+		assert_int_equal(set(f, "trusted-proxy", proxy), 0);
+	}
+	assert_int_equal(set(f, "trusted-proxy", "10.0.1.0"), -1);
+	assert_error_names(f->error, "trusted-proxy", "64");
+	assert_int_equal(f->config.trusted_proxy_count, CONFIG_MAX_TRUSTED_PROXIES);
+}
+
+static void test_set_x_accel_redirect_appends_in_order(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "x-accel-redirect", "/internal/music/"), 0);
+	assert_int_equal(set(f, "x-accel-redirect", "/internal/podcasts/"), 0);
+	assert_int_equal(f->config.x_accel_redirect_count, 2);
+	assert_string_equal(f->config.x_accel_redirects[0], "/internal/music/");
+	assert_string_equal(f->config.x_accel_redirects[1], "/internal/podcasts/");
+}
+
+/* config_set: switches */
+
+static void test_set_switch_on_words_turn_it_on(void **state)
+{
+	struct fixture *f = *state;
+	const char *const words[] = {"on", "yes", "true"};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		f->config.x_sendfile = 0;
+		assert_int_equal(set(f, "x-sendfile", words[i]), 0);
+		assert_int_equal(f->config.x_sendfile, 1);
+	}
+}
+
+static void test_set_switch_off_words_turn_it_off(void **state)
+{
+	struct fixture *f = *state;
+	const char *const words[] = {"off", "no", "false"};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		f->config.x_sendfile = 1;
+		assert_int_equal(set(f, "x-sendfile", words[i]), 0);
+		assert_int_equal(f->config.x_sendfile, 0);
+	}
+}
+
+static void test_set_switch_other_words_fail(void **state)
+{
+	struct fixture *f = *state;
+	assert_set_fails_with(f, "x-sendfile", "maybe", "x-sendfile: 'maybe' is not on or off");
+	assert_set_fails_with(f, "x-sendfile", "1", "x-sendfile: '1' is not on or off");
+	assert_int_equal(f->config.x_sendfile, 0);
+}
+
+/* config_set: strings or off */
+
+static void test_set_error_cache_control_replaces_it(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "error-cache-control", "max-age=5"), 0);
+	assert_string_equal(f->config.error_cache_control, "max-age=5");
+}
+
+static void test_set_error_cache_control_off_turns_it_off(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "error-cache-control", "off"), 0);
+	assert_null(f->config.error_cache_control);
 }
 
 /* config_set: access log */
@@ -641,6 +736,86 @@ static void test_text_overlong_line_fails(void **state)
 	assert_string_equal(f->error, SOURCE ":1: line too long");
 }
 
+/* config_validate */
+
+static int validate(struct fixture *f)
+{
+	return config_validate(&f->config, f->error, sizeof(f->error));
+}
+
+static void assert_validate_fails_with(struct fixture *f, const char *message)
+{
+	assert_int_equal(validate(f), -1);
+	assert_string_equal(f->error, message);
+}
+
+static void test_validate_accepts_a_media_root(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_int_equal(validate(f), 0);
+}
+
+static void test_validate_without_media_root_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_validate_fails_with(f, NO_MEDIA_ROOT_MESSAGE);
+}
+
+static void test_validate_accepts_one_redirect_prefix_per_media_root(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "media-root = /music\nmedia-root = /podcasts\n"
+				       "x-accel-redirect = /internal/music/\n"
+				       "x-accel-redirect = /internal/podcasts/\n"),
+			 0);
+	assert_int_equal(validate(f), 0);
+}
+
+static void test_validate_redirect_count_must_match_media_roots(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "media-root = /music\nmedia-root = /podcasts\n"
+				       "x-accel-redirect = /internal/music/\n"),
+			 0);
+	assert_validate_fails_with(f, "x-accel-redirect: given 1 times for 2 media roots; give one "
+				      "prefix per media root, in the same order");
+}
+
+static void test_validate_redirect_prefix_must_start_with_a_slash(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "media-root = /music\nx-accel-redirect = internal/\n"), 0);
+	assert_validate_fails_with(f, "x-accel-redirect: 'internal/' must start with /");
+}
+
+static void test_validate_redirect_and_sendfile_together_fail(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "media-root = /music\nx-accel-redirect = /internal/\n"
+				       "x-sendfile = on\n"),
+			 0);
+	assert_validate_fails_with(f, "x-accel-redirect and x-sendfile cannot both be on");
+}
+
+static void test_validate_accepts_trusted_proxy_addresses_and_cidrs(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "media-root = /music\ntrusted-proxy = 127.0.0.1\n"
+				       "trusted-proxy = 10.0.0.0/8\ntrusted-proxy = ::1\n"
+				       "trusted-proxy = fd00::/8\n"),
+			 0);
+	assert_int_equal(validate(f), 0);
+}
+
+static void test_validate_bad_trusted_proxy_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(parse_text(f, "media-root = /music\ntrusted-proxy = proxy.local\n"), 0);
+	assert_validate_fails_with(f, "trusted-proxy: 'proxy.local' is not an address or CIDR "
+				      "(e.g. 10.0.0.0/8)");
+}
+
 /* config_load */
 
 static void test_load_with_a_media_root_runs_with_defaults(void **state)
@@ -745,6 +920,40 @@ static void test_load_media_root_flags_replace_the_file_list(void **state)
 	assert_int_equal(load(f, NULL, argv), 0);
 	const char *const expected[] = {"/srv/a", "/srv/b"};
 	assert_media_roots(&f->config, expected, 2);
+}
+
+static void test_load_list_flags_replace_the_file_list(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\ntrusted-proxy = 10.0.0.1\n"
+					  "trusted-proxy = 10.0.0.2\n");
+	assert_int_equal(load(f, NULL, ARGV("--config", path, "--trusted-proxy", "192.0.2.1")), 0);
+	assert_int_equal(f->config.trusted_proxy_count, 1);
+	assert_string_equal(f->config.trusted_proxies[0], "192.0.2.1");
+}
+
+static void test_load_bare_switch_flag_turns_it_on(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("--x-sendfile", "--media-root", "/music")), 0);
+	assert_int_equal(f->config.x_sendfile, 1);
+}
+
+static void test_load_switch_flag_takes_a_value_after_equals(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\nx-sendfile = on\n");
+	assert_int_equal(load(f, NULL, ARGV("--config", path, "--x-sendfile=off")), 0);
+	assert_int_equal(f->config.x_sendfile, 0);
+}
+
+static void test_load_checks_settings_against_each_other(void **state)
+{
+	struct fixture *f = *state;
+	assert_load_fails_with(f,
+			       ARGV("--media-root", "/music", "--x-sendfile", "--x-accel-redirect",
+				    "/internal/"),
+			       "x-accel-redirect and x-sendfile cannot both be on");
 }
 
 static void test_load_without_media_root_fails(void **state)
@@ -854,6 +1063,14 @@ int main(void)
 		TEST(test_set_listen_invalid_fails_naming_the_setting),
 		TEST(test_set_media_root_appends_in_order),
 		TEST(test_set_media_root_beyond_the_maximum_fails),
+		TEST(test_set_trusted_proxy_appends_in_order),
+		TEST(test_set_trusted_proxy_beyond_the_maximum_fails),
+		TEST(test_set_x_accel_redirect_appends_in_order),
+		TEST(test_set_switch_on_words_turn_it_on),
+		TEST(test_set_switch_off_words_turn_it_off),
+		TEST(test_set_switch_other_words_fail),
+		TEST(test_set_error_cache_control_replaces_it),
+		TEST(test_set_error_cache_control_off_turns_it_off),
 		TEST(test_set_access_log_to_a_path),
 		TEST(test_set_access_log_to_stdout),
 		TEST(test_set_access_log_off_turns_it_off),
@@ -886,6 +1103,14 @@ int main(void)
 		TEST(test_text_config_setting_is_not_allowed),
 		TEST(test_text_empty_value_fails),
 		TEST(test_text_overlong_line_fails),
+		TEST(test_validate_accepts_a_media_root),
+		TEST(test_validate_without_media_root_fails),
+		TEST(test_validate_accepts_one_redirect_prefix_per_media_root),
+		TEST(test_validate_redirect_count_must_match_media_roots),
+		TEST(test_validate_redirect_prefix_must_start_with_a_slash),
+		TEST(test_validate_redirect_and_sendfile_together_fail),
+		TEST(test_validate_accepts_trusted_proxy_addresses_and_cidrs),
+		TEST(test_validate_bad_trusted_proxy_fails),
 		TEST(test_load_with_a_media_root_runs_with_defaults),
 		TEST(test_load_flag_value_may_follow_an_equals_sign),
 		TEST(test_load_flag_value_may_be_the_next_argument),
@@ -896,6 +1121,10 @@ int main(void)
 		TEST(test_load_records_the_config_file),
 		TEST(test_load_keeps_the_file_media_roots_without_flags),
 		TEST(test_load_media_root_flags_replace_the_file_list),
+		TEST(test_load_list_flags_replace_the_file_list),
+		TEST(test_load_bare_switch_flag_turns_it_on),
+		TEST(test_load_switch_flag_takes_a_value_after_equals),
+		TEST(test_load_checks_settings_against_each_other),
 		TEST(test_load_without_media_root_fails),
 		TEST(test_load_unknown_option_fails),
 		TEST(test_load_argument_without_dashes_fails),
