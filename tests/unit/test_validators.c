@@ -168,15 +168,19 @@ static void test_date_formats_the_last_second_of_9999(void **state)
 	assert_date_formats_as(LAST_SECOND_OF_9999, "Fri, 31 Dec 9999 23:59:59 GMT");
 }
 
-static void test_date_past_9999_still_fits_the_buffer(void **state)
+static void test_date_outside_years_0_to_9999_still_fits_the_buffer(void **state)
 {
 	(void)state;
-	char *out = malloc(HTTP_DATE_MAX);
-	assert_non_null(out);
-	http_date_format(out, LAST_SECOND_OF_9999 + 1);
-	assert_int_equal(strlen(out), HTTP_DATE_MAX - 1);
-	assert_string_equal(out + HTTP_DATE_MAX - 1 - 4, " GMT");
-	free(out);
+	/* After 9999, before year 0, and beyond what gmtime can represent. */
+	const time_t times[] = {LAST_SECOND_OF_9999 + 1, -62167219201LL, INT64_MAX, INT64_MIN};
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		char *out = malloc(HTTP_DATE_MAX);
+		assert_non_null(out);
+		http_date_format(out, times[i]);
+		assert_int_equal(strlen(out), HTTP_DATE_MAX - 1);
+		assert_string_equal(out + HTTP_DATE_MAX - 1 - 4, " GMT");
+		free(out);
+	}
 }
 
 /* http_date_parse: the three forms */
@@ -385,7 +389,7 @@ int main(void)
 		cmocka_unit_test(test_date_formats_a_leap_day),
 		cmocka_unit_test(test_date_formats_past_2038),
 		cmocka_unit_test(test_date_formats_the_last_second_of_9999),
-		cmocka_unit_test(test_date_past_9999_still_fits_the_buffer),
+		cmocka_unit_test(test_date_outside_years_0_to_9999_still_fits_the_buffer),
 		cmocka_unit_test(test_parses_imf_fixdate),
 		cmocka_unit_test(test_parses_rfc850_date),
 		cmocka_unit_test(test_parses_rfc850_date_with_the_longest_day_name),
