@@ -8,6 +8,7 @@ status 0 and, for a sanitized build (MUSICD_SANITIZED=1), a stderr free of sanit
 
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import time
@@ -150,9 +151,52 @@ class Musicd:
                 pass
         return result
 
+    def sockets(self):
+        """{fd: (local (ip, port), remote (ip, port), TCP state)} of the process's TCP sockets."""
+        table = _tcp_table(self.pid)
+        result = {}
+        for fd, target in self.fds().items():
+            if target.startswith("socket:["):
+                inode = target[len("socket:["):-1]
+                if inode in table:
+                    result[fd] = table[inode]
+        return result
+
+    def client_sockets(self):
+        """fds of connections accepted on musicd's port (listening sockets excluded)."""
+        return {fd: s for fd, s in self.sockets().items()
+                if s[0][1] == self.port and s[2] != "LISTEN"}
+
     def sanitizer_report(self):
         """The sanitizer errors in stderr (empty unless a sanitized build found some)."""
         return sanitizer_errors(self.stderr_text())
+
+
+_HELP_OPTIONS = {}
+
+
+def supported_options():
+    """The long options musicd's --help lists (asked once per binary)."""
+    key = str(MUSICD_BIN)
+    if key not in _HELP_OPTIONS:
+        p = subprocess.run([str(require_binary()), "--help"], capture_output=True, text=True,
+                           env=musicd_env(), timeout=scaled(RUN_TIMEOUT))
+        _HELP_OPTIONS[key] = set(re.findall(r"--([a-z][a-z0-9-]*)", p.stdout))
+    return _HELP_OPTIONS[key]
+
+
+# Caches (a later issue) would keep serving what a file or document was a moment ago; tests of
+# the file system and database as they are now turn them off, when this build has them.
+CACHE_OFF = [("lookup-cache-entries", "0"), ("open-file-cache-entries", "0")]
+
+
+def cache_off_args():
+    options = supported_options()
+    args = []
+    for name, value in CACHE_OFF:
+        if name in options:
+            args += [f"--{name}", value]
+    return args
 
 
 class RunResult:
@@ -178,12 +222,13 @@ class MusicdFactory:
         self.started = []
 
     def start(self, media_roots=None, database=None, mongodb_uri=None, extra_args=(),
-              env=None, port=None, base_args=True, access_log=None, wait=True):
+              env=None, port=None, base_args=True, access_log=None, wait=True, caches=True):
         """Start musicd on a free port. With base_args (the default), pass --listen,
         --mongodb-uri, --database, --media-root (each of media_roots, default the test's
         library root) and --access-log (a file in the test dir, unless access_log is given,
         e.g. "off" or "-"); then extra_args. Without base_args only extra_args are passed
-        (give port= to say where it will listen)."""
+        (give port= to say where it will listen). caches=False turns off the lookup and
+        open-file caches if this build has them."""
         port = port or free_port()
         args = []
         log_path = None
@@ -198,6 +243,8 @@ class MusicdFactory:
                 args += ["--access-log", log_path]
             else:
                 args += ["--access-log", access_log]
+        if not caches:
+            args += cache_off_args()
         args += list(extra_args)
         m = Musicd(args, self.workdir, port, env=env, access_log=log_path)
         self.started.append(m)
@@ -239,3 +286,27 @@ class MusicdFactory:
                 problems.append(f"sanitizer reported {found} in musicd (pid {m.pid}):\n"
                                 f"{m.stderr_text()[-20000:]}")
         return problems
+
+
+def _tcp_table(pid):
+    """{socket inode: (local (ip, port), remote (ip, port), state)} of the process's TCP sockets."""
+    states = {"01": "ESTABLISHED", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+              "0A": "LISTEN", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "09": "LAST_ACK",
+              "0B": "CLOSING", "02": "SYN_SENT", "03": "SYN_RECV"}
+
+    def addr(text):
+        ip, port = text.split(":")
+        if len(ip) == 8:
+            ip = ".".join(str(int(ip[i:i + 2], 16)) for i in (6, 4, 2, 0))
+        return ip, int(port, 16)
+
+    table = {}
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = open(f"/proc/{pid}/net/{name}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            table[f[9]] = (addr(f[1]), addr(f[2]), states.get(f[3], f[3]))
+    return table
