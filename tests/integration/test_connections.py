@@ -110,7 +110,8 @@ def _wait_fds(server, baseline, timeout=10):
         wait_until(lambda: server.fd_count() <= baseline, scaled(timeout), interval=0.1,
                    message=f"musicd's descriptor count back to {baseline}")
     except AssertionError as e:
-        raise AssertionError(f"{e}; descriptors now: {server.fds()}") from None
+        raise AssertionError(f"{e}\ndescriptors now: {server.fds()}\nTCP sockets: "
+                             f"{server.sockets()}") from None
 
 
 def _abort(sock):
@@ -118,9 +119,13 @@ def _abort(sock):
     sock.close()
 
 
-def test_clients_leaving_mid_stream_release_their_descriptors(server, library):
+def test_clients_leaving_mid_stream_release_their_descriptors(musicd, library):
     short = library.add(library.media.short, "short.mp3")
     big = library.add(library.media.big, "big.mp3")
+    # One lookup thread: one pooled database connection, so the count of database sockets
+    # does not depend on how many lookups ran at once. No open-file cache (a later issue) to
+    # hold files open.
+    server = musicd.start(caches=False, extra_args=["--lookup-threads", "1"])
     baseline = _fd_baseline(server, short)
     for i in range(6):
         s = httpraw.connect(server.port, timeout=TIMEOUT, rcvbuf=4096)
@@ -141,6 +146,7 @@ def test_clients_leaving_mid_stream_release_their_descriptors(server, library):
         taken += len(data)
     s.close()
     _wait_fds(server, baseline)
+    assert server.client_sockets() == {}
     assert_file_response(requests.get(server.url + short.url_path, timeout=TIMEOUT), short.path)
 
 
@@ -149,7 +155,7 @@ def test_clients_leaving_during_the_lookup_release_their_descriptors(musicd, lib
     others = [library.add(library.media.short, f"other{i}.mp3") for i in range(4)]
     # One lookup thread: one pooled database connection, so the count of database sockets
     # does not depend on how many lookups ran at once.
-    server = musicd.start(mongodb_uri=db_proxy.uri,
+    server = musicd.start(mongodb_uri=db_proxy.uri, caches=False,
                           extra_args=["--lookup-threads", "1", "--lookup-timeout", "5000"])
     baseline = _fd_baseline(server, short)
     db_proxy.proxy.delay_to_client = 0.6  # every database answer now takes 0.6 s
@@ -168,6 +174,7 @@ def test_clients_leaving_during_the_lookup_release_their_descriptors(musicd, lib
     time.sleep(len(others) * 0.6 + 0.5)
     db_proxy.proxy.delay_to_client = 0
     _wait_fds(server, baseline)
+    assert server.client_sockets() == {}
     assert_file_response(requests.get(server.url + short.url_path, timeout=TIMEOUT), short.path)
     assert_file_response(requests.get(server.url + others[0].url_path, timeout=TIMEOUT),
                          others[0].path)

@@ -147,8 +147,9 @@ def test_a_directory_is_404(server, library):
     assert_error(get(server, track.url_path), 404)
 
 
-def test_deleted_file_is_404(server, library):
+def test_deleted_file_is_404(musicd, library):
     track = library.add(library.media.short, "gone.mp3")
+    server = musicd.start(caches=False)
     assert get(server, track.url_path).status_code == 200
     track.path.unlink()
     resp = get(server, track.url_path)
