@@ -87,6 +87,11 @@ static size_t append(char *out, size_t size, size_t used, const char *fmt, ...)
 
 size_t access_log_format(char *out, size_t out_size, const struct access_entry *entry)
 {
+	if (out_size < 2) {
+		if (out_size == 1)
+			out[0] = '\0';
+		return 0;
+	}
 	struct tm utc;
 	time_t when = entry->time;
 	gmtime_r(&when, &utc);

@@ -13,7 +13,7 @@ enum log_level { LOG_LEVEL_DEBUG, LOG_LEVEL_INFO, LOG_LEVEL_WARN, LOG_LEVEL_ERRO
 void log_set_level(enum log_level level);
 /* True when a message at this level would be written. */
 int log_enabled(enum log_level level);
-/* Parses "debug", "info", "warn" or "error"; returns 0, or -1 for anything else. */
+/* Parses "debug", "info", "warn" or "error" in any case; returns 0, or -1 for anything else. */
 int log_level_parse(const char *name, enum log_level *out);
 /* Writes "<UTC time> <level>: <message>\n" to stderr when the level is enabled. */
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -46,8 +46,8 @@ static const char *read_spec(const char *p, uint64_t size, uint64_t *start, uint
 	uint64_t number;
 	p = skip_spaces(p);
 	if (*p == '-') {
-		/* "-suffix": the last suffix bytes */
-		p = read_number(skip_spaces(p + 1), &number);
+		/* "-suffix": the last suffix bytes; like nginx, no space after this dash */
+		p = read_number(p + 1, &number);
 		if (p == NULL)
 			return NULL;
 		*start = number < size ? size - number : 0;

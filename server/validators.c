@@ -142,7 +142,14 @@ static int parse_rfc850(const char *cursor, struct tm *tm)
 	    expect(&cursor, " GMT") < 0 || *cursor != '\0')
 		return -1;
 	/* RFC 9110 section 5.6.7: a two-digit year more than 50 years ahead is in the past. */
-	tm->tm_year = year < 70 ? year + 100 : year;
+	time_t now = time(NULL);
+	struct tm today;
+	gmtime_r(&now, &today);
+	int this_year = today.tm_year + 1900;
+	int full_year = this_year - this_year % 100 + year;
+	if (full_year > this_year + 50)
+		full_year -= 100;
+	tm->tm_year = full_year - 1900;
 	return 0;
 }
 

@@ -87,7 +87,13 @@ int worker_init(struct worker *worker, unsigned index, const struct service *ser
 	worker->idle_timeout = (struct timeval){.tv_sec = IDLE_TIMEOUT_SECONDS};
 	worker->send_timeout = (struct timeval){.tv_sec = SEND_TIMEOUT_SECONDS};
 
-	worker->base = event_base_new();
+	/* Coalesces the enable/disable pairs evhttp makes per request into at most one epoll_ctl. */
+	struct event_config *base_config = event_config_new();
+	if (base_config != NULL)
+		event_config_set_flag(base_config, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	worker->base = base_config ? event_base_new_with_config(base_config) : NULL;
+	if (base_config != NULL)
+		event_config_free(base_config);
 	if (worker->base == NULL || (worker->http = evhttp_new(worker->base)) == NULL) {
 		snprintf(error, error_size, "worker %u: cannot create its event loop", index);
 		close(listen_fd);
