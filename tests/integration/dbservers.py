@@ -15,7 +15,7 @@ import urllib.parse
 
 import pymongo
 
-from support import REPO, free_port, read_text, wait_until
+from support import REPO, free_port, listens_on, read_text, wait_until
 
 FERRETDB_BIN = pathlib.Path(os.environ.get("MUSICD_FERRETDB", REPO / "var" / "bin" / "ferretdb"))
 START_TIMEOUT = 30.0
@@ -98,7 +98,8 @@ class DatabaseServer:
             if self.proc.poll() is not None:
                 raise AssertionError(f"{self.kind} exited with {self.proc.returncode} at start-up:"
                                      f"\n{read_text(self.log_path)[-3000:]}")
-            return ping(self.uri, timeout=0.5)
+            # the answer must come from our process, not from whatever else took the port
+            return listens_on(self.proc.pid, self.port) and ping(self.uri, timeout=0.5)
 
         try:
             wait_until(ready, timeout, interval=0.05, message=f"{self.kind} on port {self.port}")

@@ -14,7 +14,7 @@ import subprocess
 import time
 
 from support import (REPO, SANITIZED, SANITIZER_ENV, free_port, port_accepts, read_text,
-                     sanitizer_errors, scaled, wait_until)
+                     sanitizer_errors, scaled, listens_on, tcp_table, wait_until)
 
 MUSICD_BIN = pathlib.Path(os.environ.get("MUSICD_BIN", REPO / "build" / "musicd"))
 START_TIMEOUT = 10.0   # until the port accepts connections (scaled for sanitized builds)
@@ -68,7 +68,8 @@ class Musicd:
                 raise AssertionError(
                     f"musicd exited with status {self.proc.returncode} before accepting "
                     f"connections\nargs: {self.args}\nstderr:\n{self.stderr_text()}")
-            return port_accepts(self.port)
+            # listening itself (not someone else on a port that was free a moment ago)
+            return listens_on(self.pid, self.port) and port_accepts(self.port)
 
         try:
             wait_until(ready, scaled(timeout), interval=0.02,
@@ -153,7 +154,7 @@ class Musicd:
 
     def sockets(self):
         """{fd: (local (ip, port), remote (ip, port), TCP state)} of the process's TCP sockets."""
-        table = _tcp_table(self.pid)
+        table = tcp_table(self.pid)
         result = {}
         for fd, target in self.fds().items():
             if target.startswith("socket:["):
@@ -287,26 +288,3 @@ class MusicdFactory:
                                 f"{m.stderr_text()[-20000:]}")
         return problems
 
-
-def _tcp_table(pid):
-    """{socket inode: (local (ip, port), remote (ip, port), state)} of the process's TCP sockets."""
-    states = {"01": "ESTABLISHED", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
-              "0A": "LISTEN", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "09": "LAST_ACK",
-              "0B": "CLOSING", "02": "SYN_SENT", "03": "SYN_RECV"}
-
-    def addr(text):
-        ip, port = text.split(":")
-        if len(ip) == 8:
-            ip = ".".join(str(int(ip[i:i + 2], 16)) for i in (6, 4, 2, 0))
-        return ip, int(port, 16)
-
-    table = {}
-    for name in ("tcp", "tcp6"):
-        try:
-            lines = open(f"/proc/{pid}/net/{name}").read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            table[f[9]] = (addr(f[1]), addr(f[2]), states.get(f[3], f[3]))
-    return table

@@ -64,3 +64,51 @@ def read_text(path):
         return pathlib.Path(path).read_text(errors="replace")
     except FileNotFoundError:
         return ""
+
+
+def tcp_table(pid):
+    """{socket inode: (local (ip, port), remote (ip, port), state)} of the process's TCP sockets."""
+    states = {"01": "ESTABLISHED", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+              "0A": "LISTEN", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "09": "LAST_ACK",
+              "0B": "CLOSING", "02": "SYN_SENT", "03": "SYN_RECV"}
+
+    def addr(text):
+        ip, port = text.split(":")
+        if len(ip) == 8:
+            ip = ".".join(str(int(ip[i:i + 2], 16)) for i in (6, 4, 2, 0))
+        return ip, int(port, 16)
+
+    table = {}
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = open(f"/proc/{pid}/net/{name}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            table[f[9]] = (addr(f[1]), addr(f[2]), states.get(f[3], f[3]))
+    return table
+
+
+def socket_inodes(pid):
+    """The inodes of the sockets process pid has open."""
+    inodes = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    return inodes
+
+
+def listens_on(pid, port):
+    """True when process pid itself holds a socket listening on TCP port."""
+    table = tcp_table(pid)
+    return any(table[i][0][1] == port and table[i][2] == "LISTEN"
+               for i in socket_inodes(pid) if i in table)
