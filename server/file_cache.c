@@ -33,17 +33,10 @@ struct file_cache_entry {
 	struct response_file response; /* owns one segment reference */
 };
 
-struct file_shard {
-	pthread_mutex_t lock;
-	struct lru_table table;
-	size_t max_entries;
-	struct cache_stats stats;
-};
-
 struct file_cache {
 	int enabled;
 	unsigned valid_seconds, inactive_seconds;
-	struct file_shard shards[FILE_CACHE_SHARDS];
+	struct lru_shard shards[FILE_CACHE_SHARDS];
 };
 
 struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
@@ -55,15 +48,9 @@ struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
 	cache->enabled = max_entries > 0;
 	cache->valid_seconds = valid_seconds;
 	cache->inactive_seconds = inactive_seconds;
-	size_t per_shard = (max_entries + FILE_CACHE_SHARDS - 1) / FILE_CACHE_SHARDS;
-	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
-		struct file_shard *shard = &cache->shards[i];
-		pthread_mutex_init(&shard->lock, NULL);
-		shard->max_entries = per_shard;
-		if (lru_init(&shard->table, per_shard) < 0) {
-			file_cache_free(cache);
-			return NULL;
-		}
+	if (lru_shards_init(cache->shards, FILE_CACHE_SHARDS, max_entries) < 0) {
+		file_cache_free(cache);
+		return NULL;
 	}
 	return cache;
 }
@@ -78,7 +65,7 @@ static void free_entry(struct file_cache_entry *entry)
 }
 
 /* Takes entry out of its table; frees it unless borrowed. Shard lock held. */
-static void evict(struct file_shard *shard, struct file_cache_entry *entry)
+static void evict(struct lru_shard *shard, struct file_cache_entry *entry)
 {
 	lru_remove(&shard->table, &entry->node);
 	entry->in_table = 0;
@@ -86,24 +73,22 @@ static void evict(struct file_shard *shard, struct file_cache_entry *entry)
 		free_entry(entry);
 }
 
+static void evict_node(struct lru_shard *shard, struct lru_node *node)
+{
+	evict(shard, lru_entry(node, struct file_cache_entry, node));
+}
+
 void file_cache_free(struct file_cache *cache)
 {
 	if (cache == NULL)
 		return;
-	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
-		struct file_shard *shard = &cache->shards[i];
-		struct lru_node *node;
-		while (shard->table.buckets && (node = lru_oldest(&shard->table)) != NULL)
-			evict(shard, lru_entry(node, struct file_cache_entry, node));
-		lru_destroy(&shard->table);
-		pthread_mutex_destroy(&shard->lock);
-	}
+	lru_shards_destroy(cache->shards, FILE_CACHE_SHARDS, evict_node);
 	free(cache);
 }
 
-static struct file_shard *shard_for(struct file_cache *cache, uint64_t hash)
+static struct lru_shard *shard_for(struct file_cache *cache, uint64_t hash)
 {
-	return &cache->shards[hash % FILE_CACHE_SHARDS];
+	return lru_shard_for(cache->shards, FILE_CACHE_SHARDS, hash);
 }
 
 /* Whether the path still names the very file the entry holds, unchanged. */
@@ -121,7 +106,7 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 	if (!cache->enabled)
 		return NULL;
 	uint64_t hash = lru_hash(path);
-	struct file_shard *shard = shard_for(cache, hash);
+	struct lru_shard *shard = shard_for(cache, hash);
 	struct file_cache_entry *found = NULL;
 	int64_t now = cache_now_seconds();
 
@@ -196,7 +181,7 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 	if (entry == NULL || !cache->enabled)
 		return entry;
 
-	struct file_shard *shard = shard_for(cache, entry->node.hash);
+	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
 	struct lru_node *old = lru_find(&shard->table, path, entry->node.hash);
 	if (old != NULL)
@@ -218,7 +203,7 @@ const struct response_file *file_cache_response(const struct file_cache_entry *e
 
 void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry)
 {
-	struct file_shard *shard = shard_for(cache, entry->node.hash);
+	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
 	int last = --entry->borrowers == 0 && !entry->in_table;
 	pthread_mutex_unlock(&shard->lock);
@@ -232,7 +217,7 @@ void file_cache_expire(struct file_cache *cache)
 		return;
 	int64_t now = cache_now_seconds();
 	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
-		struct file_shard *shard = &cache->shards[i];
+		struct lru_shard *shard = &cache->shards[i];
 		pthread_mutex_lock(&shard->lock);
 		struct lru_node *node;
 		while ((node = lru_oldest(&shard->table)) != NULL) {
@@ -249,15 +234,5 @@ void file_cache_expire(struct file_cache *cache)
 
 struct cache_stats file_cache_stats(struct file_cache *cache)
 {
-	struct cache_stats total = {0};
-	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
-		struct file_shard *shard = &cache->shards[i];
-		pthread_mutex_lock(&shard->lock);
-		total.hits += shard->stats.hits;
-		total.misses += shard->stats.misses;
-		total.evictions += shard->stats.evictions;
-		total.entries += shard->table.count;
-		pthread_mutex_unlock(&shard->lock);
-	}
-	return total;
+	return lru_shards_stats(cache->shards, FILE_CACHE_SHARDS);
 }

@@ -23,17 +23,10 @@ struct lookup_entry {
 	int64_t expires; /* cache_now_seconds() at which it stops counting */
 };
 
-struct lookup_shard {
-	pthread_mutex_t lock;
-	struct lru_table table;
-	size_t max_entries;
-	struct cache_stats stats;
-};
-
 struct lookup_cache {
 	unsigned ttl, negative_ttl;
 	int enabled;
-	struct lookup_shard shards[LOOKUP_CACHE_SHARDS];
+	struct lru_shard shards[LOOKUP_CACHE_SHARDS];
 };
 
 int64_t cache_now_seconds(void)
@@ -52,15 +45,9 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 	cache->ttl = ttl_seconds;
 	cache->negative_ttl = negative_ttl_seconds;
 	cache->enabled = max_entries > 0 && ttl_seconds > 0;
-	size_t per_shard = (max_entries + LOOKUP_CACHE_SHARDS - 1) / LOOKUP_CACHE_SHARDS;
-	for (size_t i = 0; i < LOOKUP_CACHE_SHARDS; i++) {
-		struct lookup_shard *shard = &cache->shards[i];
-		pthread_mutex_init(&shard->lock, NULL);
-		shard->max_entries = per_shard;
-		if (lru_init(&shard->table, per_shard) < 0) {
-			lookup_cache_free(cache);
-			return NULL;
-		}
+	if (lru_shards_init(cache->shards, LOOKUP_CACHE_SHARDS, max_entries) < 0) {
+		lookup_cache_free(cache);
+		return NULL;
 	}
 	return cache;
 }
@@ -71,26 +58,24 @@ static void free_entry(struct lookup_entry *entry)
 	free(entry);
 }
 
+/* Removes an entry from its shard and frees it. Shard lock held (or the cache unshared). */
+static void remove_entry(struct lru_shard *shard, struct lru_node *node)
+{
+	lru_remove(&shard->table, node);
+	free_entry(lru_entry(node, struct lookup_entry, node));
+}
+
 void lookup_cache_free(struct lookup_cache *cache)
 {
 	if (cache == NULL)
 		return;
-	for (size_t i = 0; i < LOOKUP_CACHE_SHARDS; i++) {
-		struct lookup_shard *shard = &cache->shards[i];
-		struct lru_node *node;
-		while (shard->table.buckets && (node = lru_oldest(&shard->table)) != NULL) {
-			lru_remove(&shard->table, node);
-			free_entry(lru_entry(node, struct lookup_entry, node));
-		}
-		lru_destroy(&shard->table);
-		pthread_mutex_destroy(&shard->lock);
-	}
+	lru_shards_destroy(cache->shards, LOOKUP_CACHE_SHARDS, remove_entry);
 	free(cache);
 }
 
-static struct lookup_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
+static struct lru_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
 {
-	return &cache->shards[hash % LOOKUP_CACHE_SHARDS];
+	return lru_shard_for(cache->shards, LOOKUP_CACHE_SHARDS, hash);
 }
 
 enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
@@ -99,7 +84,7 @@ enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char
 	if (!cache->enabled)
 		return LOOKUP_CACHE_MISS;
 	uint64_t hash = lru_hash(mid);
-	struct lookup_shard *shard = shard_for(cache, hash);
+	struct lru_shard *shard = shard_for(cache, hash);
 	enum lookup_cache_result result = LOOKUP_CACHE_MISS;
 
 	pthread_mutex_lock(&shard->lock);
@@ -107,8 +92,7 @@ enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char
 	if (node != NULL) {
 		struct lookup_entry *entry = lru_entry(node, struct lookup_entry, node);
 		if (entry->expires <= cache_now_seconds()) {
-			lru_remove(&shard->table, node);
-			free_entry(entry);
+			remove_entry(shard, node);
 		} else if (entry->path == NULL) {
 			result = LOOKUP_CACHE_NEGATIVE;
 		} else if (strlen(entry->path) < path_size) {
@@ -141,17 +125,13 @@ void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *p
 	entry->node.hash = lru_hash(entry->mid);
 	entry->expires = cache_now_seconds() + (path ? cache->ttl : cache->negative_ttl);
 
-	struct lookup_shard *shard = shard_for(cache, entry->node.hash);
+	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
 	struct lru_node *old = lru_find(&shard->table, entry->mid, entry->node.hash);
-	if (old != NULL) {
-		lru_remove(&shard->table, old);
-		free_entry(lru_entry(old, struct lookup_entry, node));
-	}
+	if (old != NULL)
+		remove_entry(shard, old);
 	while (shard->table.count >= shard->max_entries) {
-		struct lru_node *oldest = lru_oldest(&shard->table);
-		lru_remove(&shard->table, oldest);
-		free_entry(lru_entry(oldest, struct lookup_entry, node));
+		remove_entry(shard, lru_oldest(&shard->table));
 		shard->stats.evictions++;
 	}
 	lru_insert(&shard->table, &entry->node);
@@ -160,15 +140,5 @@ void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *p
 
 struct cache_stats lookup_cache_stats(struct lookup_cache *cache)
 {
-	struct cache_stats total = {0};
-	for (size_t i = 0; i < LOOKUP_CACHE_SHARDS; i++) {
-		struct lookup_shard *shard = &cache->shards[i];
-		pthread_mutex_lock(&shard->lock);
-		total.hits += shard->stats.hits;
-		total.misses += shard->stats.misses;
-		total.evictions += shard->stats.evictions;
-		total.entries += shard->table.count;
-		pthread_mutex_unlock(&shard->lock);
-	}
-	return total;
+	return lru_shards_stats(cache->shards, LOOKUP_CACHE_SHARDS);
 }

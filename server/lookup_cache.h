@@ -14,13 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lru.h"
+
 struct lookup_cache;
 
 enum lookup_cache_result { LOOKUP_CACHE_MISS, LOOKUP_CACHE_HIT, LOOKUP_CACHE_NEGATIVE };
-
-struct cache_stats {
-	uint64_t hits, misses, evictions, entries;
-};
 
 /* max_entries 0 or ttl_seconds 0 disables the cache (every call misses). */
 struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,

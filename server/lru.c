@@ -103,3 +103,48 @@ struct lru_node *lru_oldest(const struct lru_table *table)
 {
 	return table->oldest;
 }
+
+int lru_shards_init(struct lru_shard *shards, size_t count, size_t max_entries)
+{
+	size_t per_shard = (max_entries + count - 1) / count;
+	for (size_t i = 0; i < count; i++) {
+		pthread_mutex_init(&shards[i].lock, NULL);
+		shards[i].max_entries = per_shard;
+		memset(&shards[i].stats, 0, sizeof(shards[i].stats));
+		if (lru_init(&shards[i].table, per_shard) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void lru_shards_destroy(struct lru_shard *shards, size_t count,
+			void (*release)(struct lru_shard *shard, struct lru_node *node))
+{
+	for (size_t i = 0; i < count; i++) {
+		struct lru_shard *shard = &shards[i];
+		struct lru_node *node;
+		while (shard->table.buckets && (node = lru_oldest(&shard->table)) != NULL)
+			release(shard, node);
+		lru_destroy(&shard->table);
+		pthread_mutex_destroy(&shard->lock);
+	}
+}
+
+struct lru_shard *lru_shard_for(struct lru_shard *shards, size_t count, uint64_t hash)
+{
+	return &shards[hash % count];
+}
+
+struct cache_stats lru_shards_stats(struct lru_shard *shards, size_t count)
+{
+	struct cache_stats total = {0};
+	for (size_t i = 0; i < count; i++) {
+		pthread_mutex_lock(&shards[i].lock);
+		total.hits += shards[i].stats.hits;
+		total.misses += shards[i].stats.misses;
+		total.evictions += shards[i].stats.evictions;
+		total.entries += shards[i].table.count;
+		pthread_mutex_unlock(&shards[i].lock);
+	}
+	return total;
+}

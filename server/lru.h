@@ -1,12 +1,14 @@
 /*
  * lru: an intrusive hash table that also keeps its entries in least-recently
- * used order; the building block of both caches' shards. Not locked: each
- * cache shard wraps one table in its own mutex. Entries embed a struct
- * lru_node and are owned by the cache that embeds them.
+ * used order, and the locked shards both caches are made of. A table is not
+ * locked itself: each shard wraps one in its own mutex, so workers looking up
+ * different keys rarely meet. Entries embed a struct lru_node and are owned by
+ * the cache that embeds them.
  */
 #ifndef MUSICD_LRU_H
 #define MUSICD_LRU_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +44,29 @@ void lru_touch(struct lru_table *table, struct lru_node *node);
 void lru_remove(struct lru_table *table, struct lru_node *node);
 /* The least recently used entry, or NULL. */
 struct lru_node *lru_oldest(const struct lru_table *table);
+
+/* What a cache counts; summed over its shards. */
+struct cache_stats {
+	uint64_t hits, misses, evictions, entries;
+};
+
+/* One independently locked part of a cache: a table, its bound and its counters. */
+struct lru_shard {
+	pthread_mutex_t lock;
+	struct lru_table table; /* guarded by lock, as are the rest */
+	size_t max_entries;
+	struct cache_stats stats;
+};
+
+/* Splits max_entries (rounded up) over count shards; -1 if out of memory. */
+int lru_shards_init(struct lru_shard *shards, size_t count, size_t max_entries);
+/* Removes every entry, passing each to release, then frees the shards' tables. */
+void lru_shards_destroy(struct lru_shard *shards, size_t count,
+			void (*release)(struct lru_shard *shard, struct lru_node *node));
+/* The shard a hash belongs to. */
+struct lru_shard *lru_shard_for(struct lru_shard *shards, size_t count, uint64_t hash);
+/* The counters summed over the shards, with the current entry count. */
+struct cache_stats lru_shards_stats(struct lru_shard *shards, size_t count);
 
 #define lru_entry(node_pointer, type, member)                                                     \
 	((type *)((char *)(node_pointer) - offsetof(type, member)))
