@@ -413,7 +413,7 @@ static void test_a_malformed_item_after_good_ones_spoils_the_header(void **state
 	expect_unsatisfiable("bytes=0-1,--5", SIZE);
 }
 
-/* Overflow: numbers past 2^64 - 1 are malformed (strtoull would wrap or saturate). */
+/* Overflow: numbers that do not fit are malformed (strtoull would wrap or saturate). */
 
 static void test_first_overflowing_64_bits_is_malformed(void **state)
 {
@@ -437,6 +437,16 @@ static void test_suffix_overflowing_64_bits_is_malformed(void **state)
 	(void)state;
 	expect_unsatisfiable("bytes=-18446744073709551616", SIZE);
 	expect_unsatisfiable("bytes=-99999999999999999999999999999999", SIZE);
+}
+
+/* nginx reads offsets as off_t: 2^63 and above overflow there, so they are malformed (416). */
+static void test_numbers_past_the_largest_off_t_are_malformed_as_nginx(void **state)
+{
+	(void)state;
+	expect_unsatisfiable("bytes=0-9223372036854775808", SIZE);
+	expect_unsatisfiable("bytes=-9223372036854775808", SIZE);
+	expect_unsatisfiable("bytes=9223372036854775808-", SIZE);
+	expect_unsatisfiable("bytes=0-18446744073709551615", SIZE);
 }
 
 static void test_leading_zeros_do_not_overflow(void **state)
@@ -651,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_first_overflowing_64_bits_is_malformed),
 		cmocka_unit_test(test_last_overflowing_64_bits_is_malformed),
 		cmocka_unit_test(test_suffix_overflowing_64_bits_is_malformed),
+		cmocka_unit_test(test_numbers_past_the_largest_off_t_are_malformed_as_nginx),
 		cmocka_unit_test(test_leading_zeros_do_not_overflow),
 		cmocka_unit_test(test_exactly_max_parts_ranges_are_served),
 		cmocka_unit_test(test_one_range_more_than_max_parts_is_whole),
