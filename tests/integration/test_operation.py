@@ -109,3 +109,44 @@ def test_sigterm_lets_the_download_in_flight_finish(server, library):
     s.close()
     assert hashlib.sha256(body).hexdigest() == sha256_file(big.path)
     assert server.wait() == 0
+
+
+def test_access_log_off_writes_no_lines(musicd, library):
+    track = library.add(library.media.short, "short.mp3")
+    server = musicd.start(access_log="off")
+    assert requests.get(server.url + track.url_path, timeout=TIMEOUT).status_code == 200
+    assert server.stop() == 0
+    assert track.url_path not in server.stdout_text()
+    assert track.url_path not in server.stderr_text()
+
+
+def test_each_worker_listens_on_its_own_socket(musicd, library):
+    track = library.add(library.media.short, "short.mp3")
+    server = musicd.start(extra_args=["--workers", "3"])
+    listening = [fd for fd, (local, _, state) in server.sockets().items()
+                 if state == "LISTEN" and local == ("127.0.0.1", server.port)]
+    assert len(listening) == 3, server.sockets()
+    for _ in range(6):  # new connections, spread by the kernel over the three
+        resp = requests.get(server.url + track.url_path, timeout=TIMEOUT,
+                            headers={"Connection": "close"})
+        assert resp.status_code == 200 and resp.content == track.data
+
+
+def test_log_level_error_keeps_stderr_quiet_when_all_is_well(musicd, library):
+    track = library.add(library.media.short, "short.mp3")
+    server = musicd.start(extra_args=["--log-level", "error"])
+    assert requests.get(server.url + track.url_path, timeout=TIMEOUT).status_code == 200
+    assert server.stop() == 0
+    assert server.stderr_text().strip() == ""
+
+
+def test_log_level_debug_says_more_than_the_default(musicd, library):
+    track = library.add(library.media.short, "short.mp3")
+    texts = []
+    for extra in ([], ["--log-level", "debug"]):
+        server = musicd.start(extra_args=extra)
+        assert requests.get(server.url + track.url_path, timeout=TIMEOUT).status_code == 200
+        assert server.stop() == 0
+        texts.append(server.stderr_text())
+    default, debug = (len(t.splitlines()) for t in texts)
+    assert debug > default, texts[1]
