@@ -2,6 +2,7 @@
 
 import os
 import re
+import socket
 
 import requests
 from bson import ObjectId
@@ -169,3 +170,47 @@ def test_file_that_never_existed_is_404_and_logged(server, library):
     track = library.add_document(library.root / "never-there.mp3", "never-there.mp3")
     assert_error(get(server, track.url_path), 404)
     assert_logged(server, track.id)
+
+
+def _raw_exchange_until_close(port, request, timeout=5.0):
+    """Send raw request bytes; return (response, bytes after it, whether the server closed the
+    connection within timeout)."""
+    with httpraw.connect(port, timeout=scaled(timeout)) as s:
+        s.sendall(request)
+        reader = httpraw.Reader(s)
+        try:
+            resp = reader.read_response()
+        except socket.timeout:
+            raise AssertionError(f"no complete response within {timeout}s to {request!r}; "
+                                 f"got {reader.buf[:300]!r}") from None
+        try:
+            rest = reader.read_to_eof(limit=1 << 16)
+            closed = True
+        except socket.timeout:
+            rest, closed = reader.buf, False
+    return resp, rest, closed
+
+
+def test_extension_method_on_the_route_is_405_with_allow(server, library):
+    track = library.add(library.media.short, "short.mp3")
+    for method in ["PROPFIND", "BREW"]:
+        resp, rest, closed = _raw_exchange_until_close(
+            server.port, httpraw.request_bytes(method, track.url_path,
+                                               headers={"Connection": "close"}))
+        assert_error(resp, 405)
+        assert resp.header("Allow") == "GET, HEAD", method
+        assert rest == b"" and closed, method
+
+
+def test_connect_gets_a_complete_answer_and_the_connection_closes(server, library):
+    track = library.add(library.media.short, "short.mp3")
+    for target in [track.url_path, "127.0.0.1:80"]:
+        resp, rest, closed = _raw_exchange_until_close(
+            server.port, httpraw.request_bytes("CONNECT", target,
+                                               headers={"Connection": "close"}))
+        assert resp.status in (400, 404, 405), (target, resp)
+        assert_error(resp, resp.status)
+        if target == track.url_path and resp.status == 405:
+            assert resp.header("Allow") == "GET, HEAD"
+        assert rest == b"", (target, rest)
+        assert closed, f"connection left open after the answer to CONNECT {target}"
