@@ -4,7 +4,9 @@ parse_multipart walks a body by the lengths its own Content-Range headers promis
 that happen to look like a boundary cannot confuse it) and requires the exact framing RFC 9110
 section 14.6 and nginx use:
 
-    CRLF "--" boundary CRLF  headers CRLF CRLF  <last-first+1 bytes>  ...  CRLF "--" boundary "--" CRLF
+    CRLF "--" boundary CRLF  headers CRLF CRLF  <last-first+1 bytes>
+    ...
+    CRLF "--" boundary "--" CRLF
 """
 
 import re

@@ -51,9 +51,9 @@ def test_ffprobe_reads_the_duration_from_the_url(server, big):
 
 
 def test_ffprobe_reads_the_tags_from_the_url(server, big):
-    p = run(["ffprobe", "-v", "error", "-show_entries", "format_tags=title,artist:stream=codec_name,"
-             "sample_rate,channels,bit_rate", "-of", "default=noprint_wrappers=1",
-             url(server, big)])
+    entries = "format_tags=title,artist:stream=codec_name,sample_rate,channels,bit_rate"
+    p = run(["ffprobe", "-v", "error", "-show_entries", entries,
+             "-of", "default=noprint_wrappers=1", url(server, big)])
     assert p.returncode == 0, p.stderr
     fields = dict(line.split("=", 1) for line in p.stdout.decode().splitlines())
     assert fields == {"codec_name": "mp3", "sample_rate": "44100", "channels": "2",

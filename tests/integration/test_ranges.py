@@ -1,6 +1,7 @@
-"""Byte ranges (RFC 9110 section 14) from musicd alone: 206 with the exact slice, multipart/byteranges,
-416, the multi-range limits, other units, If-Range and HEAD. Every request goes over a raw socket
-(httpraw) so the exact headers and framing are seen: nothing may follow the promised body."""
+"""Byte ranges (RFC 9110 section 14) from musicd alone: 206 with the exact slice,
+multipart/byteranges, 416, the multi-range limits, other units, If-Range and HEAD. Every request
+goes over a raw socket (httpraw) so the exact headers and framing are seen: nothing may follow the
+promised body."""
 
 import os
 
