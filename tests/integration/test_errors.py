@@ -3,6 +3,7 @@
 import os
 import re
 import socket
+import time
 
 import requests
 from bson import ObjectId
@@ -214,3 +215,16 @@ def test_connect_gets_a_complete_answer_and_the_connection_closes(server, librar
             assert resp.header("Allow") == "GET, HEAD"
         assert rest == b"", (target, rest)
         assert closed, f"connection left open after the answer to CONNECT {target}"
+
+
+def test_a_fifo_is_404_at_once_and_blocks_nothing(server, library):
+    fifo_path = library.root / "fifo.mp3"
+    os.mkfifo(fifo_path)  # opening it for reading would wait for a writer forever
+    fifo = library.add_document(fifo_path, "fifo.mp3")
+    track = library.add(library.media.short, "short.mp3")
+    for _ in range(3):
+        t0 = time.monotonic()
+        assert_error(get(server, fifo.url_path), 404)
+        assert time.monotonic() - t0 < scaled(2)
+    assert get(server, track.url_path).content == track.data
+    assert_logged(server, fifo.id)

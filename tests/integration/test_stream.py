@@ -151,3 +151,21 @@ def test_database_collection_and_path_field_are_configurable(musicd, library, db
     server = musicd.start(extra_args=["--collection", "songs", "--path-field", "file"])
     resp = requests.get(f"{server.url}/musicdb/{oid}/custom.mp3", timeout=TIMEOUT)
     assert_file_response(resp, path)
+
+
+def test_non_canonical_path_inside_the_root_is_served(server, library):
+    real = library.place(library.media.short, "sub/short.mp3")
+    track = library.add_document(f"{library.root}//sub/./short.mp3", "short.mp3")
+    assert_file_response(get(server, track), real)
+
+
+def test_media_root_given_through_a_symlink_serves_paths_under_either_name(musicd, library,
+                                                                           tmp_path):
+    link_root = tmp_path / "music-link"
+    link_root.symlink_to(library.root, target_is_directory=True)
+    real = library.place(library.media.short, "sub/short.mp3")
+    by_real = library.add_document(real, "a.mp3")
+    by_link = library.add_document(link_root / "sub" / "short.mp3", "b.mp3")
+    server = musicd.start(media_roots=[link_root])
+    assert_file_response(get(server, by_real), real)
+    assert_file_response(get(server, by_link), real)
