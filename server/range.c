@@ -20,7 +20,7 @@ static const char *skip_spaces(const char *p)
 	return p;
 }
 
-/* Reads a decimal number; NULL on no digits or overflow. */
+/* Reads a decimal number; NULL on no digits or past INT64_MAX (nginx's off_t limit). */
 static const char *read_number(const char *p, uint64_t *out)
 {
 	if (*p < '0' || *p > '9')
@@ -28,7 +28,7 @@ static const char *read_number(const char *p, uint64_t *out)
 	uint64_t value = 0;
 	while (*p >= '0' && *p <= '9') {
 		unsigned digit = (unsigned)(*p - '0');
-		if (value > (UINT64_MAX - digit) / 10)
+		if (value > ((uint64_t)INT64_MAX - digit) / 10)
 			return NULL;
 		value = value * 10 + digit;
 		p++;
