@@ -37,12 +37,16 @@ def request_bytes(method, target, host="127.0.0.1", headers=None, body=b""):
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
-def connect(port, timeout=10.0, rcvbuf=None):
-    """A connected socket to 127.0.0.1:port; rcvbuf sets SO_RCVBUF before connecting."""
+DEFAULT_TIMEOUT = 10.0  # seconds, before scaling for sanitized builds
+
+
+def connect(port, timeout=None, rcvbuf=None):
+    """A connected socket to 127.0.0.1:port, with timeout (seconds, used as given; default
+    DEFAULT_TIMEOUT scaled); rcvbuf sets SO_RCVBUF before connecting."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    s.settimeout(scaled(timeout))
+    s.settimeout(timeout if timeout is not None else scaled(DEFAULT_TIMEOUT))
     s.connect(("127.0.0.1", port))
     return s
 
@@ -120,7 +124,7 @@ class Reader:
         return resp
 
 
-def exchange(port, method, target, headers=None, body=b"", timeout=10.0):
+def exchange(port, method, target, headers=None, body=b"", timeout=None):
     """Send one request with Connection: close; return (response, bytes after the response
     up to EOF). The trailing bytes must be empty for a correctly framed answer."""
     headers = dict(headers or {})

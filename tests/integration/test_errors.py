@@ -173,16 +173,17 @@ def test_file_that_never_existed_is_404_and_logged(server, library):
     assert_logged(server, track.id)
 
 
-def _raw_exchange_until_close(port, request, timeout=5.0):
+def _raw_exchange_until_close(port, request, timeout=3.0):
     """Send raw request bytes; return (response, bytes after it, whether the server closed the
-    connection within timeout)."""
-    with httpraw.connect(port, timeout=scaled(timeout)) as s:
+    connection within timeout seconds, scaled)."""
+    timeout = scaled(timeout)
+    with httpraw.connect(port, timeout=timeout) as s:
         s.sendall(request)
         reader = httpraw.Reader(s)
         try:
             resp = reader.read_response()
         except socket.timeout:
-            raise AssertionError(f"no complete response within {timeout}s to {request!r}; "
+            raise AssertionError(f"no complete response within {timeout:.0f}s to {request!r}; "
                                  f"got {reader.buf[:300]!r}") from None
         try:
             rest = reader.read_to_eof(limit=1 << 16)
