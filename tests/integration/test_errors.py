@@ -193,29 +193,41 @@ def _raw_exchange_until_close(port, request, timeout=3.0):
     return resp, rest, closed
 
 
-def test_extension_method_on_the_route_is_405_with_allow(server, library):
+def test_unrecognized_method_gets_a_complete_answer(server, library):
+    # RFC 9110 15.6.2: a method the server does not recognize is 501 (libevent 2.1.12 answers
+    # those itself, before musicd sees them); 405 with Allow is fine too.
     track = library.add(library.media.short, "short.mp3")
     for method in ["PROPFIND", "BREW"]:
         resp, rest, closed = _raw_exchange_until_close(
             server.port, httpraw.request_bytes(method, track.url_path,
                                                headers={"Connection": "close"}))
-        assert_error(resp, 405)
-        assert resp.header("Allow") == "GET, HEAD", method
+        assert resp.status in (405, 501), (method, resp)
+        if resp.status == 405:
+            assert_error(resp, 405)
+            assert resp.header("Allow") == "GET, HEAD", method
+        assert resp.header("Content-Length") == str(len(resp.body)), method
         assert rest == b"" and closed, method
 
 
-def test_connect_gets_a_complete_answer_and_the_connection_closes(server, library):
+def test_connect_on_the_route_is_405_and_the_connection_closes(server, library):
     track = library.add(library.media.short, "short.mp3")
-    for target in [track.url_path, "127.0.0.1:80"]:
-        resp, rest, closed = _raw_exchange_until_close(
-            server.port, httpraw.request_bytes("CONNECT", target,
-                                               headers={"Connection": "close"}))
-        assert resp.status in (400, 404, 405), (target, resp)
-        assert_error(resp, resp.status)
-        if target == track.url_path and resp.status == 405:
-            assert resp.header("Allow") == "GET, HEAD"
-        assert rest == b"", (target, rest)
-        assert closed, f"connection left open after the answer to CONNECT {target}"
+    resp, rest, closed = _raw_exchange_until_close(
+        server.port, httpraw.request_bytes("CONNECT", track.url_path,
+                                           headers={"Connection": "close"}))
+    assert_error(resp, 405)
+    assert resp.header("Allow") == "GET, HEAD"
+    assert rest == b""
+    assert closed, "connection left open after the answer to CONNECT"
+
+
+def test_connect_elsewhere_gets_a_complete_answer_and_the_connection_closes(server):
+    resp, rest, closed = _raw_exchange_until_close(
+        server.port, httpraw.request_bytes("CONNECT", "127.0.0.1:80",
+                                           headers={"Connection": "close"}))
+    assert resp.status in (400, 404, 405, 501), resp
+    assert resp.header("Content-Length") == str(len(resp.body)), resp
+    assert rest == b""
+    assert closed, "connection left open after the answer to CONNECT"
 
 
 def test_a_fifo_is_404_at_once_and_blocks_nothing(server, library):
