@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "log.h"
 #include "worker.h"
@@ -94,8 +95,12 @@ static void on_complete(struct evhttp_request *req, void *arg)
 	struct exchange *exchange = arg;
 	(void)req;
 	log_access(exchange, exchange->status, exchange->body_length);
-	bufferevent_set_timeouts(connection_bufferevent(exchange), &exchange->worker->idle_timeout,
+	struct bufferevent *bev = connection_bufferevent(exchange);
+	bufferevent_set_timeouts(bev, &exchange->worker->idle_timeout,
 				 &exchange->worker->idle_timeout);
+	/* evhttp then reads end-of-file and frees the connection. */
+	if (exchange->close_after)
+		shutdown(bufferevent_getfd(bev), SHUT_RDWR);
 	evhttp_connection_set_closecb(exchange->connection, NULL, NULL);
 	exchange_stop_waiting(exchange);
 	exchange->req = NULL;
@@ -245,6 +250,12 @@ void exchange_stop_waiting(struct exchange *exchange)
 		event_free(exchange->deadline);
 		exchange->deadline = NULL;
 	}
+}
+
+void exchange_close_after_response(struct exchange *exchange)
+{
+	exchange->close_after = 1;
+	evhttp_add_header(evhttp_request_get_output_headers(exchange->req), "Connection", "close");
 }
 
 void exchange_responding(struct exchange *exchange, int status, uint64_t body_length)

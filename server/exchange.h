@@ -31,6 +31,7 @@ struct exchange {
 	int status;			/* 0 until a response is under way */
 	uint64_t body_length;		/* body bytes the response promised */
 	int refs;
+	int close_after;		/* end the connection once this response is sent */
 
 	/* While waiting on a lookup. */
 	struct event *client_gone;	/* EV_CLOSED on the connection's socket */
@@ -74,6 +75,13 @@ void exchange_stop_waiting(struct exchange *exchange);
 int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
 		    void (*on_result)(struct exchange *exchange),
 		    void (*on_deadline)(struct exchange *exchange));
+
+/*
+ * Ends the connection after this response ("Connection: close"). evhttp
+ * honours that header itself, except after CONNECT, where it would keep the
+ * connection: then the socket is shut down once the response is out.
+ */
+void exchange_close_after_response(struct exchange *exchange);
 
 /* Records that a response with this status and body length is being sent. */
 void exchange_responding(struct exchange *exchange, int status, uint64_t body_length);

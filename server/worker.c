@@ -25,11 +25,12 @@
 
 /*
  * Methods evhttp hands to us rather than answering 501 itself, so that every
- * method but GET and HEAD gets a 405 with Allow. CONNECT stays with evhttp.
+ * method but GET and HEAD gets a 405 with Allow. Unknown methods get evhttp's 501.
  */
 #define ACCEPTED_METHODS                                                                          \
 	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |                     \
-	 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_PATCH)
+	 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_PATCH |            \
+	 EVHTTP_REQ_CONNECT)
 
 static void on_request(struct evhttp_request *req, void *arg)
 {
@@ -40,11 +41,11 @@ static void on_request(struct evhttp_request *req, void *arg)
 		evhttp_connection_free(evhttp_request_get_connection(req));
 		return;
 	}
-	if (worker->draining)
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	if (worker->draining || method == EVHTTP_REQ_CONNECT)
+		exchange_close_after_response(exchange);
 
 	struct route route = route_parse(evhttp_request_get_uri(req));
-	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	int read_only = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;
 
 	if (route.kind == ROUTE_NOT_FOUND)
