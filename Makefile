@@ -1,6 +1,7 @@
 # musicd build, test and demo entry points.
 #   make        build build/musicd
-#   make test   install what is missing, build, run every test (unit, integration, and both under ASan/UBSan)
+#   make test   install what is missing, build, run every test (unit, fuzz, integration, and
+#               integration again under ASan/UBSan)
 #   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
 CC       ?= cc
 PKGS     := libevent libevent_pthreads libmongoc-1.0
@@ -43,7 +44,22 @@ unit-build: $(UNIT_BINS)
 build/tests/%: tests/unit/%.c $(LIB_SRCS:server/%.c=$(ASAN_OBJ)/%.o) | build/tests
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
-$(OBJ) $(ASAN_OBJ) build/tests:
+# Fuzz targets (libFuzzer, clang) call the pure modules directly.
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
+PURE_SRCS := $(addprefix server/,range.c cond.c validators.c proxy_trust.c route.c objectid.c \
+	containment.c content_type.c offload.c config.c log.c multipart.c)
+FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
+fuzz-build: $(FUZZ_BINS)
+
+build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(wildcard server/*.h) | build/fuzz
+	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS)
+
+fuzz: fuzz-build
+	@scripts/run-fuzzers $(FUZZ_BINS)
+
+$(OBJ) $(ASAN_OBJ) build/tests build/fuzz:
 	mkdir -p $@
 
 deps:
@@ -56,7 +72,7 @@ unit: unit-build
 	@scripts/run-unit-tests $(UNIT_BINS)
 
 test: deps
-	@$(MAKE) --no-print-directory -s all asan unit-build
+	@$(MAKE) --no-print-directory -s all asan unit-build fuzz-build
 	@scripts/ferretdb build
 	@scripts/run-tests
 
@@ -72,4 +88,4 @@ bench: deps
 clean:
 	rm -rf build
 
-.PHONY: all asan unit-build unit deps ferretdb test demo bench clean
+.PHONY: all asan unit-build unit fuzz-build fuzz deps ferretdb test demo bench clean

@@ -1,0 +1,48 @@
+/*
+ * Fuzzes the parsers of client-supplied header values: entity-tag lists,
+ * HTTP dates, If-Range, X-Forwarded-For. Each must terminate without a
+ * memory error; a parsed date must format back to a parseable date.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "cond.h"
+#include "proxy_trust.h"
+#include "validators.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = strndup((const char *)data, size);
+	struct cond_validators validators = {.etag = "\"5f5e1000-2a\"", .last_modified = 784111777};
+	struct cond_request request = {text, text, text, text};
+
+	cond_etag_list_matches(text, validators.etag, true);
+	cond_etag_list_matches(text, validators.etag, false);
+	cond_if_range_allows(text, &validators);
+	cond_evaluate(&request, &validators);
+
+	time_t parsed;
+	if (http_date_parse(text, &parsed) == 0) {
+		char formatted[HTTP_DATE_MAX];
+		time_t again;
+		http_date_format(formatted, parsed);
+		if (parsed >= 0 && parsed < 253402300800 && http_date_parse(formatted, &again) != 0)
+			abort();
+	}
+
+	struct cidr trusted[2];
+	cidr_parse("127.0.0.0/8", &trusted[0]);
+	cidr_parse("::1", &trusted[1]);
+	char client[PROXY_TRUST_ADDRESS_MAX];
+	const char *chosen = proxy_trust_client(trusted, 2, "127.0.0.1", text, client, sizeof(client));
+	if (chosen == NULL || strlen(chosen) >= PROXY_TRUST_ADDRESS_MAX)
+		abort();
+	struct cidr any;
+	cidr_parse(text, &any);
+	free(text);
+	return 0;
+}

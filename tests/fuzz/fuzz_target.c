@@ -1,0 +1,36 @@
+/*
+ * Fuzzes what a request target and a stored path go through: route_parse,
+ * objectid_is_valid, containment, content types and the X-Accel-Redirect
+ * encoding (whose output must never hold a byte that could split a header).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "containment.h"
+#include "content_type.h"
+#include "offload.h"
+#include "route.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = strndup((const char *)data, size);
+	struct route route = route_parse(text);
+	if (route.kind == ROUTE_TRACK && !objectid_is_valid(route.mid, strlen(route.mid)))
+		abort();
+
+	const char *roots[] = {"/srv/music", "/"};
+	int root = containment_find_root(roots, 2, text);
+	if (root >= 0 && !containment_is_canonical(text))
+		abort();
+	content_type_for_path(text);
+
+	char uri[4096];
+	size_t length = offload_accel_uri("/protected/", "/srv/music", text, uri, sizeof(uri));
+	if (length > 0 && (!offload_header_safe(uri) || strchr(uri, '?') || strchr(uri, ' ')))
+		abort();
+	free(text);
+	return 0;
+}
