@@ -7,16 +7,18 @@ TCP_NODELAY, If-Modified-Since at-or-before semantics (RFC 9110), max_ranges 16,
 .mp3. stop() sends SIGTERM, waits (bounded) and kills as a last resort.
 """
 
+import os
 import pathlib
 import signal
 import subprocess
 import textwrap
 
-from support import free_port, port_accepts, read_text, scaled, wait_until
+from support import free_port, read_text, scaled, wait_until
 
 NGINX_BIN = pathlib.Path("/usr/sbin/nginx")
-START_TIMEOUT = 10.0
+START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
+START_ATTEMPTS = 3  # a free port can be taken by someone else before nginx binds it
 
 CONF = """\
 daemon off;
@@ -54,14 +56,13 @@ class NginxStatic:
     def __init__(self, workdir, root, max_ranges=16):
         self.prefix = pathlib.Path(workdir)
         self.root = pathlib.Path(root)
-        self.port = free_port()
+        self.max_ranges = max_ranges
+        self.port = None
         self.conf = self.prefix / "nginx.conf"
         self.error_log = self.prefix / "error.log"
         self.stderr_path = self.prefix / "nginx.stderr"
         self.proc = None
         (self.prefix / "tmp").mkdir(parents=True, exist_ok=True)
-        self.conf.write_text(CONF.format(prefix=self.prefix, port=self.port, root=self.root,
-                                         max_ranges=max_ranges))
 
     @property
     def url(self):
@@ -70,6 +71,20 @@ class NginxStatic:
     def start(self):
         if not NGINX_BIN.exists():
             raise FileNotFoundError(f"{NGINX_BIN} is missing: apt-get install nginx-light")
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return self._start_once()
+            except AssertionError:
+                self.stop()
+                lost_port = "Address already in use" in read_text(self.error_log)
+                if not lost_port or attempt == START_ATTEMPTS - 1:
+                    raise
+
+    def _start_once(self):
+        self.port = free_port()
+        self.conf.write_text(CONF.format(prefix=self.prefix, port=self.port, root=self.root,
+                                         max_ranges=self.max_ranges))
+        self.error_log.write_text("")
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
                 [str(NGINX_BIN), "-p", str(self.prefix), "-c", str(self.conf),
@@ -82,7 +97,7 @@ class NginxStatic:
                     f"nginx exited with status {self.proc.returncode} at start-up:\n"
                     f"{read_text(self.stderr_path)}\n{read_text(self.error_log)}\n"
                     f"{textwrap.indent(self.conf.read_text(), '  ')}")
-            return port_accepts(self.port)
+            return _listens(self.proc.pid, self.port)
 
         wait_until(ready, START_TIMEOUT, interval=0.02,
                    message=f"nginx to accept connections on port {self.port}")
@@ -100,3 +115,18 @@ class NginxStatic:
                 self.proc.kill()
                 self.proc.wait(10)
         return self.proc.returncode
+
+
+def _listens(pid, port):
+    """Whether process pid itself has a socket listening on 127.0.0.1:port (another process
+    that took the port must not pass for nginx, which retries bind() for a few seconds)."""
+    try:
+        inodes = {os.readlink(f"/proc/{pid}/fd/{fd}")[len("socket:["):-1]
+                  for fd in os.listdir(f"/proc/{pid}/fd")
+                  if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:[")}
+        lines = pathlib.Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    local = f"0100007F:{port:04X}"
+    return any(f[1] == local and f[3] == "0A" and f[9] in inodes
+               for f in (line.split() for line in lines))
