@@ -1,0 +1,162 @@
+vcl 4.1;
+# Varnish 7 (Debian's `varnish`) in front of nginx in front of musicd:
+#
+#     clients -> Varnish (:80) -> nginx (127.0.0.1:8080) -> musicd (127.0.0.1:23001) -> MongoDB
+#
+# Install: copy to /etc/varnish/musicd.vcl and start varnishd with -f /etc/varnish/musicd.vcl
+# (Debian: `systemctl edit varnish` and repeat ExecStart with your -a, -f and -s), e.g.
+#
+#     varnishd -a :80 -f /etc/varnish/musicd.vcl -s malloc,1g
+#
+# Check it compiles with `varnishd -C -f /etc/varnish/musicd.vcl`.
+#
+# What to adapt (each place is marked "ADAPT"):
+#   - the backend address: where nginx listens (`listen` in config/nginx-musicd.conf);
+#   - the probe interval and window (how fast an outage is noticed);
+#   - grace (how long an outage of nginx, musicd or the database stays invisible);
+#   - MAX_CACHED_BYTES in vcl_backend_response, the size of the largest track kept in memory:
+#     keep it a small fraction of -s malloc,SIZE so that one album does not evict the library.
+#
+# Ranges, on a hit and on a miss (players seek with Range; browsers' <audio> always sends one):
+#   - hit: Varnish cuts the range from the cached object itself (206 with Content-Range, 416 for
+#     an unsatisfiable range); nginx and musicd are not asked.
+#   - miss: Varnish never forwards Range (nor If-None-Match / If-Modified-Since) for an object it
+#     may cache: it fetches the whole track from the start (vcl_backend_fetch below says so
+#     explicitly), stores it, and answers the client's range from the object while it streams in.
+#     musicd sends Content-Length, so the 206 goes out at once; a client asking for bytes near
+#     the end waits until the fetch has reached them. A 206 from the backend is therefore never
+#     stored under the plain URL (vcl_backend_response refuses it anyway).
+#   - pass (objects over MAX_CACHED_BYTES, and anything uncacheable): the Range header goes to
+#     nginx and musicd, which answer 206 themselves; Varnish relays it and stores nothing.
+
+import std;
+
+# musicd's GET /healthz answers 200 only when a real lookup reaches the database within its
+# --lookup-timeout, so the backend turns sick when nginx, musicd or the database is down.
+# Probes must close the connection: Varnish reads the answer until the connection closes.
+probe musicd_healthz {
+    .request =
+        "GET /healthz HTTP/1.1"
+        "Host: localhost"
+        "User-Agent: varnish-probe"
+        "Connection: close";
+    .expected_response = 200;
+    # ADAPT: with window 5 and threshold 3, the backend turns sick ~3 intervals after an outage
+    # starts and healthy again ~3 intervals after it ends.
+    .interval = 1s;
+    .timeout = 1s;
+    .window = 5;
+    .threshold = 3;
+}
+
+backend nginx {
+    # ADAPT: nginx's `listen` address in config/nginx-musicd.conf (or -offload.conf).
+    .host = "127.0.0.1";
+    .port = "8080";
+    .probe = musicd_healthz;
+    .connect_timeout = 2s;
+    # Above musicd's --lookup-timeout (2 s by default), after which musicd answers 503 itself.
+    .first_byte_timeout = 15s;
+    .between_bytes_timeout = 30s;
+}
+
+sub vcl_recv {
+    if (req.url == "/healthz") {
+        # Always the origin's current state, never a cached one.
+        return (pass);
+    }
+    if (req.url ~ "^/musicdb/") {
+        # Tracks do not depend on cookies (musicd ignores them); without this a browser with
+        # any cookie for the site would bypass the cache (the built-in VCL passes on Cookie).
+        unset req.http.Cookie;
+        # While the origin is healthy, serve an expired track at most 10 s past its TTL (while
+        # it is refreshed in the background); when the probe says sick, the object's full grace
+        # (1 h, set in vcl_backend_response) applies, so a short outage is not noticed.
+        if (std.healthy(req.backend_hint)) {
+            set req.grace = 10s;
+        }
+    }
+    # Everything else: the built-in rules (GET and HEAD looked up, other methods passed, ...).
+}
+
+sub vcl_hash {
+    if (req.url ~ "^/musicdb/") {
+        # A track is the same whatever Host the client used (name, IP, port): one object per URL.
+        hash_data(req.url);
+        return (lookup);
+    }
+}
+
+sub vcl_backend_fetch {
+    if (!bereq.uncacheable) {
+        # A cacheable miss fetches the whole object; Varnish serves the client's range from it
+        # (Varnish already drops Range on a miss; said here so nobody "fixes" it).
+        unset bereq.http.Range;
+        unset bereq.http.If-Range;
+    }
+}
+
+sub vcl_backend_response {
+    if (bereq.uncacheable) {
+        # pass: relay whatever came (206 included), store nothing.
+        return (deliver);
+    }
+    if (beresp.status >= 500 && bereq.is_bgfetch) {
+        # A background refresh of an expired track failed (musicd or its database is down):
+        # keep the stale copy and go on serving it within grace.
+        return (abandon);
+    }
+    if (beresp.status == 206) {
+        # Never store a partial answer under the plain URL.
+        set beresp.uncacheable = true;
+        set beresp.ttl = 0s;
+        set beresp.grace = 0s;
+        return (deliver);
+    }
+    if (beresp.status >= 400) {
+        # Errors are never kept long: musicd marks them no-store (--error-cache-control), and so
+        # do nginx's own 502/504 in the shipped site; anything else at most 10 s, no grace.
+        if (!beresp.http.Cache-Control ||
+            beresp.http.Cache-Control ~ "(?i)(no-store|no-cache|private)") {
+            set beresp.uncacheable = true;
+            set beresp.ttl = 0s;
+            set beresp.grace = 0s;
+            return (deliver);
+        }
+        if (beresp.ttl > 10s) {
+            set beresp.ttl = 10s;
+        }
+        set beresp.grace = 0s;
+        return (deliver);
+    }
+    if (bereq.url ~ "^/musicdb/") {
+        # ADAPT: MAX_CACHED_BYTES = 67108864 (64 MiB). Larger tracks (long FLAC files, DJ
+        # mixes) are passed for the next 10 minutes: each request, ranges included, goes to
+        # nginx/musicd, which send it with sendfile without touching Varnish's memory.
+        if (std.integer(beresp.http.Content-Length, 0) > 67108864) {
+            return (pass(10m));
+        }
+        # Deliver while fetching: a listener starts playing after the first bytes, not after
+        # the whole track reached Varnish.
+        set beresp.do_stream = true;
+        # TTL comes from musicd's Cache-Control (max-age=86400 by default).
+        # ADAPT: how long an expired track may still be served when the origin is sick.
+        set beresp.grace = 1h;
+        # Expired objects are kept a little longer still so that the refresh is a conditional
+        # request (If-None-Match with musicd's ETag) answered 304 without a body.
+        set beresp.keep = 1h;
+        unset beresp.http.Set-Cookie;
+    }
+    # The built-in rules follow: no-store / private / no-cache, Set-Cookie and Vary: * are not
+    # cached (e.g. musicd run with --cache-control no-store).
+}
+
+sub vcl_deliver {
+    # For humans and tests: was this answered from the cache? (Age and the two transaction ids
+    # in X-Varnish say the same.)
+    if (obj.hits > 0) {
+        set resp.http.X-Cache = "hit";
+    } else {
+        set resp.http.X-Cache = "miss";
+    }
+}
