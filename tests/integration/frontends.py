@@ -1,0 +1,324 @@
+"""Real nginx and Varnish in front of musicd, configured from the shipped files in config/.
+
+The shipped files are used as they are, with only addresses, ports, paths and the probe interval
+substituted textually (substitute() fails if a value to replace is not in the file, so a changed
+shipped file cannot silently stop being tested):
+
+  config/nginx-musicd.conf, config/nginx-musicd-offload.conf
+      upstream 127.0.0.1:23001 -> musicd's port; listen 127.0.0.1:8080 -> nginx's port;
+      /srv/music/ -> the test's media root (offload variant)
+  config/varnish-musicd.vcl
+      backend .port "8080" -> nginx's port; probe .interval 1s -> PROBE_INTERVAL
+
+Nginx runs in the foreground (`daemon off`) from a generated main nginx.conf in its own directory
+(pid, logs, temp paths there) that includes the site file the way Debian's nginx.conf includes
+sites-enabled/*. Varnish runs with -F (foreground) and -n <its own directory>. Both are stopped at
+teardown, always (NginxFactory / VarnishFactory).
+"""
+
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+
+from support import REPO, free_port, port_accepts, read_text, wait_until
+
+CONFIG_DIR = REPO / "config"
+NGINX_SITE = CONFIG_DIR / "nginx-musicd.conf"
+NGINX_OFFLOAD_SITE = CONFIG_DIR / "nginx-musicd-offload.conf"
+VARNISH_VCL = CONFIG_DIR / "varnish-musicd.vcl"
+
+NGINX_BIN = shutil.which("nginx") or "/usr/sbin/nginx"
+VARNISHD_BIN = shutil.which("varnishd") or "/usr/sbin/varnishd"
+VARNISHADM_BIN = shutil.which("varnishadm") or "/usr/bin/varnishadm"
+
+# The values the shipped files hold, and what the tests put in their place.
+SHIPPED_UPSTREAM = "server 127.0.0.1:23001;"
+SHIPPED_LISTEN = "listen 127.0.0.1:8080;"
+SHIPPED_MEDIA_ROOT = "alias /srv/music/;"
+SHIPPED_ACCEL_PREFIX = "/protected/music/"   # musicd --x-accel-redirect matching the site
+SHIPPED_BACKEND_PORT = '.port = "8080";'
+SHIPPED_PROBE_INTERVAL = ".interval = 1s;"
+PROBE_INTERVAL = "200ms"
+
+START_TIMEOUT = 30.0   # varnishd compiles the VCL with cc at start-up
+START_ATTEMPTS = 3     # a free port may be taken by another process before we bind it
+STOP_TIMEOUT = 10.0
+RUN_TIMEOUT = 60.0
+
+
+def substitute(text, replacements, source="config"):
+    """text with each (old, new) replaced; AssertionError if an old value does not occur."""
+    for old, new in replacements:
+        count = text.count(old)
+        assert count >= 1, f"{old!r} not found in {source}: the shipped file changed?"
+        text = text.replace(old, new)
+    return text
+
+
+def nginx_site_text(musicd_port, nginx_port, offload=False, media_root=None):
+    """The shipped site file (proxy or offload variant) for these ports and media root."""
+    path = NGINX_OFFLOAD_SITE if offload else NGINX_SITE
+    replacements = [(SHIPPED_UPSTREAM, f"server 127.0.0.1:{musicd_port};"),
+                    (SHIPPED_LISTEN, f"listen 127.0.0.1:{nginx_port};")]
+    if offload:
+        root = str(media_root).rstrip("/") + "/"
+        replacements.append((SHIPPED_MEDIA_ROOT, f'alias "{root}";'))
+    return substitute(path.read_text(), replacements, path.name)
+
+
+def varnish_vcl_text(nginx_port, probe_interval=PROBE_INTERVAL):
+    """The shipped VCL pointed at nginx's port, probing every probe_interval."""
+    replacements = [(SHIPPED_BACKEND_PORT, f'.port = "{nginx_port}";'),
+                    (SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};")]
+    return substitute(VARNISH_VCL.read_text(), replacements, VARNISH_VCL.name)
+
+
+def nginx_main_conf(directory, site_path, worker_processes=1, extra_http=""):
+    """A main nginx.conf like Debian's (same http-level defaults), everything under directory,
+    including the site file inside http { } as sites-enabled/* is."""
+    d = pathlib.Path(directory)
+    user = "user root;\n" if os.geteuid() == 0 else ""  # workers must read the tests' 0700 dirs
+    temp = "\n".join(f'    {name}_temp_path "{d}/temp/{name}";'
+                     for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    return f"""{user}worker_processes {worker_processes};
+daemon off;
+pid "{d}/nginx.pid";
+error_log "{d}/error.log" info;
+
+events {{
+    worker_connections 1024;
+}}
+
+http {{
+    sendfile on;
+    tcp_nopush on;
+    types_hash_max_size 2048;
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log "{d}/access.log";
+    gzip on;
+{temp}
+{extra_http}
+    include "{site_path}";
+}}
+"""
+
+
+class PortTaken(AssertionError):
+    """The process could not bind its port: someone took it after free_port() chose it."""
+
+
+def _check_started(proc, name, output):
+    """Raise (PortTaken or AssertionError) if proc already exited at start-up."""
+    if proc.poll() is None:
+        return
+    if "Address already in use" in output:
+        raise PortTaken(f"{name}: port taken")
+    raise AssertionError(f"{name} exited with {proc.returncode} at start-up:\n{output[-5000:]}")
+
+
+class Nginx:
+    """One nginx master (foreground) with its own prefix directory."""
+
+    def __init__(self, directory, site_text, port, worker_processes=1):
+        self.dir = pathlib.Path(directory)
+        self.port = port
+        (self.dir / "temp").mkdir(parents=True, exist_ok=True)
+        self.site_path = self.dir / "site.conf"
+        self.site_path.write_text(site_text)
+        self.conf_path = self.dir / "nginx.conf"
+        self.conf_path.write_text(nginx_main_conf(self.dir, self.site_path, worker_processes))
+        self.stderr_path = self.dir / "nginx.stderr"
+        self.proc = None
+
+    def command(self, *extra):
+        return [NGINX_BIN, "-p", str(self.dir), "-c", str(self.conf_path), "-e",
+                str(self.dir / "error.log"), *extra]
+
+    def config_test(self):
+        """`nginx -t` on this configuration: (exit status, output)."""
+        p = subprocess.run(self.command("-t"), capture_output=True, text=True,
+                           timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout + p.stderr
+
+    def start(self, timeout=START_TIMEOUT):
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
+                                         stdout=err, stderr=err, start_new_session=True)
+
+        def ready():
+            # nginx writes its pid file only once its listening socket is bound (it retries a
+            # taken port for a while): a connection accepted before that is someone else's.
+            _check_started(self.proc, "nginx", read_text(self.stderr_path) + self.error_log())
+            return (read_text(self.dir / "nginx.pid").strip() == str(self.proc.pid) and
+                    port_accepts(self.port))
+
+        try:
+            wait_until(ready, timeout, interval=0.02, message=f"nginx on port {self.port}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        _stop(self.proc, signal.SIGTERM, timeout)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def error_log(self):
+        return read_text(self.dir / "error.log")
+
+    def access_log_lines(self):
+        return [line for line in read_text(self.dir / "access.log").splitlines() if line]
+
+
+class Varnish:
+    """One varnishd (-F, -n <directory>) running a VCL text."""
+
+    def __init__(self, directory, vcl_text, port, storage="malloc,64m"):
+        self.dir = pathlib.Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.workdir = self.dir / "n"          # varnishd -n: its working directory
+        self.vcl_path = self.dir / "musicd.vcl"
+        self.vcl_path.write_text(vcl_text)
+        self.port = port
+        self.admin_port = free_port()
+        self.storage = storage
+        self.log_path = self.dir / "varnishd.log"
+        self.proc = None
+
+    def command(self):
+        # -j none: no privilege separation, so varnishd running as root in a test keeps root and
+        # can use the test's private (0700) directories; not for production. The -p values
+        # keep a test instance small (one thread pool, a small shared-memory log).
+        return [VARNISHD_BIN, "-F", "-j", "none", "-n", str(self.workdir),
+                "-a", f"127.0.0.1:{self.port}", "-T", f"127.0.0.1:{self.admin_port}",
+                "-f", str(self.vcl_path), "-s", self.storage,
+                "-p", "thread_pools=1", "-p", "thread_pool_min=10",
+                "-p", "vsl_space=4M", "-p", "auto_restart=off"]
+
+    def start(self, timeout=START_TIMEOUT):
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+
+        def ready():
+            # The child running (varnishadm status) means the -a socket is varnishd's.
+            _check_started(self.proc, "varnishd", read_text(self.log_path))
+            return port_accepts(self.port) and self.child_running()
+
+        try:
+            wait_until(ready, timeout, interval=0.05, message=f"varnishd on port {self.port}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout=STOP_TIMEOUT):
+        _stop(self.proc, signal.SIGTERM, timeout)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def adm(self, *args, timeout=10.0):
+        """varnishadm -n <dir> args...: its output (AssertionError if it fails)."""
+        p = subprocess.run([VARNISHADM_BIN, "-n", str(self.workdir), *args], capture_output=True,
+                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, f"varnishadm {' '.join(args)}: {p.returncode} {p.stderr}"
+        return p.stdout
+
+    def child_running(self):
+        try:
+            return "Child in state running" in self.adm("status", timeout=5.0)
+        except (AssertionError, subprocess.TimeoutExpired):
+            return False
+
+    def backend_health(self):
+        """The health of the VCL's backend `nginx` as backend.list prints it:
+        "healthy" or "sick" (or "probe" states of other versions), None if not listed."""
+        for line in self.adm("backend.list").splitlines():
+            fields = line.split()
+            if fields and fields[0].endswith(".nginx"):
+                for word in fields[1:]:
+                    if word.lower() in ("healthy", "sick"):
+                        return word.lower()
+        return None
+
+    def wait_backend(self, state, timeout=15.0):
+        """Poll backend.list until the backend is `state` ("healthy" or "sick")."""
+        return wait_until(lambda: self.backend_health() == state and state, timeout,
+                          interval=0.1, message=f"Varnish backend to be {state}")
+
+
+def vcl_compiles(vcl_path):
+    """`varnishd -C -f vcl_path`: (exit status, stderr)."""
+    p = subprocess.run([VARNISHD_BIN, "-C", "-f", str(vcl_path)], capture_output=True,
+                       text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    return p.returncode, p.stderr
+
+
+def _stop(proc, sig, timeout):
+    """Signal a process we started, wait (bounded), then kill it if it is still there."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout)
+
+
+class FrontendFactory:
+    """Starts nginx and Varnish for one test and stops every one at teardown."""
+
+    def __init__(self, workdir):
+        self.workdir = pathlib.Path(workdir)
+        self.started = []
+
+    def _dir(self, kind):
+        d = self.workdir / f"{kind}-{len(self.started)}"
+        d.mkdir(parents=True)
+        return d
+
+    def _start(self, make):
+        """make() a process on new free ports and start it, again if its port was taken."""
+        for attempt in range(START_ATTEMPTS):
+            process = make()
+            self.started.append(process)
+            try:
+                return process.start()
+            except PortTaken:
+                if attempt == START_ATTEMPTS - 1:
+                    raise
+
+    def nginx(self, musicd_port, offload=False, media_root=None):
+        def make():
+            port = free_port()
+            return Nginx(self._dir("nginx"),
+                         nginx_site_text(musicd_port, port, offload, media_root), port)
+        return self._start(make)
+
+    def varnish(self, nginx_port, probe_interval=PROBE_INTERVAL):
+        return self._start(lambda: Varnish(self._dir("varnish"),
+                                           varnish_vcl_text(nginx_port, probe_interval),
+                                           free_port()))
+
+    def teardown(self):
+        for p in reversed(self.started):
+            p.stop()
+
+
+def parse_content_range(value):
+    """'bytes 10-19/100' -> (10, 19, 100)."""
+    m = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", value or "")
+    assert m, f"not a byte Content-Range: {value!r}"
+    return tuple(int(g) for g in m.groups())
+
+
