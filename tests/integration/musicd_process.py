@@ -16,7 +16,7 @@ import time
 from support import (REPO, SANITIZED, SANITIZER_ENV, free_port, port_accepts, read_text,
                      sanitizer_errors, scaled, listens_on, tcp_table, wait_until)
 
-MUSICD_BIN = pathlib.Path(os.environ.get("MUSICD_BIN", REPO / "build" / "musicd"))
+MUSICD_BIN = pathlib.Path(os.environ.get("MUSICD_BIN", REPO / "build" / "musicd")).resolve()
 START_TIMEOUT = 10.0   # until the port accepts connections (scaled for sanitized builds)
 STOP_TIMEOUT = 15.0    # from SIGTERM to exit (scaled)
 RUN_TIMEOUT = 10.0     # for runs expected to exit by themselves (--help, bad options)
