@@ -13,7 +13,7 @@
  *
  * Usage: slow_listeners HOST PORT PATH FILE N DURATION [RATE] [RCVBUF] [RAMP_PER_S]
  * Output: "ready ..." once every connection has its response head (or failed),
- * then "result key=value ..." at the end. Exit status 0 when every stream is
+ * "end ..." when the duration is over (before closing), then "result key=value ...". Exit status 0 when every stream is
  * correct, 1 otherwise, 2 on bad usage.
  *
  * Build: cc -O2 -o slow_listeners slow_listeners.c
@@ -376,6 +376,8 @@ int main(int argc, char **argv)
 	}
 
 	double finished = now_s();
+	printf("end after_s=%.2f\n", finished - start); /* before the connections close */
+	fflush(stdout);
 	unsigned correct = 0, open_streams = 0;
 	double min_rate = 1e18, sum_rate = 0;
 	for (unsigned i = 0; i < count; i++) {
