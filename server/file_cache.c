@@ -30,12 +30,14 @@ struct file_cache_entry {
 	dev_t device;
 	ino_t inode;
 	struct timespec mtime;
+	int fd;			/* owned by the segment; for fstat */
 	struct response_file response; /* owns one segment reference */
 };
 
 struct file_cache {
 	int enabled;
 	unsigned valid_seconds, inactive_seconds;
+	_Atomic size_t entries; /* in every shard */
 	struct lru_shard shards[FILE_CACHE_SHARDS];
 };
 
@@ -48,7 +50,7 @@ struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
 	cache->enabled = max_entries > 0;
 	cache->valid_seconds = valid_seconds;
 	cache->inactive_seconds = inactive_seconds;
-	if (lru_shards_init(cache->shards, FILE_CACHE_SHARDS, max_entries) < 0) {
+	if (lru_shards_init(cache->shards, FILE_CACHE_SHARDS, max_entries, &cache->entries) < 0) {
 		file_cache_free(cache);
 		return NULL;
 	}
@@ -91,14 +93,29 @@ static struct lru_shard *shard_for(struct file_cache *cache, uint64_t hash)
 	return lru_shard_for(cache->shards, FILE_CACHE_SHARDS, hash);
 }
 
-/* Whether the path still names the very file the entry holds, unchanged. */
-static int still_matches_disk(const struct file_cache_entry *entry)
+static int same_file(const struct file_cache_entry *entry, const struct stat *info)
+{
+	return info->st_dev == entry->device && info->st_ino == entry->inode &&
+	       (uint64_t)info->st_size == entry->response.size &&
+	       info->st_mtim.tv_sec == entry->mtime.tv_sec &&
+	       info->st_mtim.tv_nsec == entry->mtime.tv_nsec;
+}
+
+/* Whether the path still names the very file the entry holds: catches a replaced file. */
+static int path_unchanged(const struct file_cache_entry *entry)
 {
 	struct stat info;
-	return stat(entry->path, &info) == 0 && info.st_dev == entry->device &&
-	       info.st_ino == entry->inode && (uint64_t)info.st_size == entry->response.size &&
-	       info.st_mtim.tv_sec == entry->mtime.tv_sec &&
-	       info.st_mtim.tv_nsec == entry->mtime.tv_nsec;
+	return stat(entry->path, &info) == 0 && same_file(entry, &info);
+}
+
+/*
+ * Whether the open file is as it was when cached: catches a file rewritten in
+ * place, whose old length and validators would otherwise go out with new bytes.
+ */
+static int descriptor_unchanged(const struct file_cache_entry *entry)
+{
+	struct stat info;
+	return fstat(entry->fd, &info) == 0 && same_file(entry, &info);
 }
 
 struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path)
@@ -114,13 +131,13 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 	struct lru_node *node = lru_find(&shard->table, path, hash);
 	if (node != NULL) {
 		struct file_cache_entry *entry = lru_entry(node, struct file_cache_entry, node);
-		/* A stat under the lock: once per entry per valid interval, and cheap. */
-		if (now - entry->validated_at >= (int64_t)cache->valid_seconds &&
-		    !still_matches_disk(entry)) {
+		/* Under the lock, and cheap: an fstat per hit, a stat of the path once per interval. */
+		int path_due = now - entry->validated_at >= (int64_t)cache->valid_seconds;
+		if (!descriptor_unchanged(entry) || (path_due && !path_unchanged(entry))) {
 			evict(shard, entry);
 			shard->stats.evictions++;
 		} else {
-			if (now - entry->validated_at >= (int64_t)cache->valid_seconds)
+			if (path_due)
 				entry->validated_at = now;
 			entry->used_at = now;
 			entry->borrowers++;
@@ -150,6 +167,7 @@ static struct file_cache_entry *new_entry(const char *path, const struct media_f
 	entry->node.key = entry->path;
 	entry->node.hash = lru_hash(entry->path);
 	entry->validated_at = entry->used_at = cache_now_seconds();
+	entry->fd = file->fd;
 	entry->device = file->device;
 	entry->inode = file->inode;
 	entry->mtime = file->mtime;
@@ -186,7 +204,12 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 	struct lru_node *old = lru_find(&shard->table, path, entry->node.hash);
 	if (old != NULL)
 		evict(shard, lru_entry(old, struct file_cache_entry, node));
-	while (shard->table.count >= shard->max_entries) {
+	while (!lru_shard_take_slot(shard)) {
+		if (shard->table.count == 0) {
+			/* Full, with every entry in other shards: this one stays the caller's alone. */
+			pthread_mutex_unlock(&shard->lock);
+			return entry;
+		}
 		evict(shard, lru_entry(lru_oldest(&shard->table), struct file_cache_entry, node));
 		shard->stats.evictions++;
 	}

@@ -2,10 +2,11 @@
  * file_cache: open files kept open, like nginx's open_file_cache. A hot file
  * is opened once and its libevent file segment shared by every response that
  * sends it (each response holds its own segment reference while it sends).
- * Entries are checked against the disk (stat of the path) once per valid
- * interval: a file replaced, changed or deleted is noticed within that
- * interval, and responses already sending the old file keep sending the old
- * bytes, never a mix. Entries unused for the inactive time are closed.
+ * Every hit checks the open file (fstat: a file rewritten in place is noticed
+ * at once, never sent with its old length and validators), and once per valid
+ * interval the path (stat: a file replaced by another, or deleted, is noticed
+ * within that interval; responses already sending the old file keep sending
+ * the old bytes, never a mix). Entries unused for the inactive time are closed.
  *
  * Shared by every worker; split into independently locked shards.
  */

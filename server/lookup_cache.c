@@ -26,6 +26,7 @@ struct lookup_entry {
 struct lookup_cache {
 	unsigned ttl, negative_ttl;
 	int enabled;
+	_Atomic size_t entries; /* in every shard */
 	struct lru_shard shards[LOOKUP_CACHE_SHARDS];
 };
 
@@ -45,7 +46,7 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 	cache->ttl = ttl_seconds;
 	cache->negative_ttl = negative_ttl_seconds;
 	cache->enabled = max_entries > 0 && ttl_seconds > 0;
-	if (lru_shards_init(cache->shards, LOOKUP_CACHE_SHARDS, max_entries) < 0) {
+	if (lru_shards_init(cache->shards, LOOKUP_CACHE_SHARDS, max_entries, &cache->entries) < 0) {
 		lookup_cache_free(cache);
 		return NULL;
 	}
@@ -130,7 +131,13 @@ void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *p
 	struct lru_node *old = lru_find(&shard->table, entry->mid, entry->node.hash);
 	if (old != NULL)
 		remove_entry(shard, old);
-	while (shard->table.count >= shard->max_entries) {
+	while (!lru_shard_take_slot(shard)) {
+		if (shard->table.count == 0) {
+			/* Full, with every entry in other shards: this answer is not kept. */
+			pthread_mutex_unlock(&shard->lock);
+			free_entry(entry);
+			return;
+		}
 		remove_entry(shard, lru_oldest(&shard->table));
 		shard->stats.evictions++;
 	}

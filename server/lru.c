@@ -4,6 +4,7 @@
  */
 #include "lru.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,8 @@ void lru_remove(struct lru_table *table, struct lru_node *node)
 	node->hash_next = NULL;
 	unlink_order(table, node);
 	table->count--;
+	if (table->shared_count != NULL)
+		(*table->shared_count)--;
 }
 
 struct lru_node *lru_oldest(const struct lru_table *table)
@@ -104,15 +107,30 @@ struct lru_node *lru_oldest(const struct lru_table *table)
 	return table->oldest;
 }
 
-int lru_shards_init(struct lru_shard *shards, size_t count, size_t max_entries)
+int lru_shards_init(struct lru_shard *shards, size_t count, size_t max_entries,
+		    _Atomic size_t *entries)
 {
-	size_t per_shard = (max_entries + count - 1) / count;
+	/* Buckets for twice a fair share: a shard may hold more than that, in longer chains. */
+	size_t buckets = 2 * ((max_entries + count - 1) / count);
+	*entries = 0;
 	for (size_t i = 0; i < count; i++) {
 		pthread_mutex_init(&shards[i].lock, NULL);
-		shards[i].max_entries = per_shard;
+		shards[i].max_entries = max_entries;
 		memset(&shards[i].stats, 0, sizeof(shards[i].stats));
-		if (lru_init(&shards[i].table, per_shard) < 0)
+		if (lru_init(&shards[i].table, buckets) < 0)
 			return -1;
+		shards[i].table.shared_count = entries;
+	}
+	return 0;
+}
+
+int lru_shard_take_slot(struct lru_shard *shard)
+{
+	_Atomic size_t *taken = shard->table.shared_count;
+	size_t seen = *taken;
+	while (seen < shard->max_entries) {
+		if (atomic_compare_exchange_weak(taken, &seen, seen + 1))
+			return 1;
 	}
 	return 0;
 }

@@ -24,6 +24,7 @@ struct lru_table {
 	size_t bucket_count;
 	struct lru_node *newest, *oldest;
 	size_t count;
+	_Atomic size_t *shared_count; /* when set: slots taken in the whole cache (see below) */
 };
 
 /* The hash every user of a table must compute keys with. */
@@ -36,7 +37,7 @@ void lru_destroy(struct lru_table *table);
 
 /* The entry with key, or NULL. Does not change the order. */
 struct lru_node *lru_find(struct lru_table *table, const char *key, uint64_t hash);
-/* Adds node (its key and hash set) as the newest entry. */
+/* Adds node (its key and hash set) as the newest entry; in a shard, after lru_shard_take_slot. */
 void lru_insert(struct lru_table *table, struct lru_node *node);
 /* Makes node the newest entry. */
 void lru_touch(struct lru_table *table, struct lru_node *node);
@@ -50,16 +51,30 @@ struct cache_stats {
 	uint64_t hits, misses, evictions, entries;
 };
 
-/* One independently locked part of a cache: a table, its bound and its counters. */
+/*
+ * One independently locked part of a cache: a table and its counters. The
+ * bound is on the whole cache (entries counts every shard's), so keys that
+ * hash unevenly do not shrink it; a shard evicts its own oldest entries
+ * when the cache is full.
+ */
 struct lru_shard {
 	pthread_mutex_t lock;
-	struct lru_table table; /* guarded by lock, as are the rest */
-	size_t max_entries;
+	struct lru_table table; /* guarded by lock, as are stats */
+	size_t max_entries;	/* of the whole cache */
 	struct cache_stats stats;
 };
 
-/* Splits max_entries (rounded up) over count shards; -1 if out of memory. */
-int lru_shards_init(struct lru_shard *shards, size_t count, size_t max_entries);
+/* count shards bounded together by max_entries, counted in *entries; -1 if out of memory. */
+int lru_shards_init(struct lru_shard *shards, size_t count, size_t max_entries,
+		    _Atomic size_t *entries);
+/*
+ * Takes a slot for one new entry in the whole cache, before lru_insert (lock
+ * held): 1 when taken. 0 when the cache is full: evict this shard's oldest
+ * entry (lru_remove gives its slot back) and try again, or, if this shard is
+ * empty, do not insert. The bound is never passed, even by shards inserting
+ * at the same moment.
+ */
+int lru_shard_take_slot(struct lru_shard *shard);
 /* Removes every entry, passing each to release, then frees the shards' tables. */
 void lru_shards_destroy(struct lru_shard *shards, size_t count,
 			void (*release)(struct lru_shard *shard, struct lru_node *node));

@@ -1,8 +1,10 @@
 /*
  * media: turns a path from the database into an open, regular file inside a
- * media root, or a reason why not. The containment check is made on the
- * descriptor actually opened (its /proc/self/fd link), so a symlink swapped
- * between check and open cannot leak a byte from outside the roots.
+ * media root, or a reason why not. Containment is enforced on what is
+ * actually opened, never on a name checked earlier, so a symlink swapped
+ * between check and open cannot leak a byte from outside the roots: either
+ * the kernel resolves the path beneath the root's directory (openat2 with
+ * RESOLVE_BENEATH), or the opened descriptor's /proc/self/fd link is checked.
  */
 #ifndef MUSICD_MEDIA_H
 #define MUSICD_MEDIA_H
@@ -15,9 +17,10 @@
 
 #include "config.h"
 
-/* The media roots, canonicalised once at start-up. Owns its strings. */
+/* The media roots, canonicalised and opened once at start-up. Owns its strings and fds. */
 struct media_roots {
 	char *paths[CONFIG_MAX_MEDIA_ROOTS];
+	int directories[CONFIG_MAX_MEDIA_ROOTS]; /* O_PATH descriptors, for openat2 */
 	size_t count;
 };
 
