@@ -205,13 +205,16 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 	if (old != NULL)
 		evict(shard, lru_entry(old, struct file_cache_entry, node));
 	while (!lru_shard_take_slot(shard)) {
-		if (shard->table.count == 0) {
-			/* Full, with every entry in other shards: this one stays the caller's alone. */
+		if (shard->table.count > 0) {
+			evict_node(shard, lru_oldest(&shard->table));
+			shard->stats.evictions++;
+		} else if (!lru_shards_evict_elsewhere(cache->shards, FILE_CACHE_SHARDS, shard,
+						       evict_node)) {
+			/* Every other shard busy this instant: this file stays the caller's alone. */
+			shard->stats.evictions++;
 			pthread_mutex_unlock(&shard->lock);
 			return entry;
 		}
-		evict(shard, lru_entry(lru_oldest(&shard->table), struct file_cache_entry, node));
-		shard->stats.evictions++;
 	}
 	lru_insert(&shard->table, &entry->node);
 	entry->in_table = 1;

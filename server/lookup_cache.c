@@ -132,14 +132,17 @@ void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *p
 	if (old != NULL)
 		remove_entry(shard, old);
 	while (!lru_shard_take_slot(shard)) {
-		if (shard->table.count == 0) {
-			/* Full, with every entry in other shards: this answer is not kept. */
+		if (shard->table.count > 0) {
+			remove_entry(shard, lru_oldest(&shard->table));
+			shard->stats.evictions++;
+		} else if (!lru_shards_evict_elsewhere(cache->shards, LOOKUP_CACHE_SHARDS, shard,
+						       remove_entry)) {
+			/* Every other shard busy this instant: this answer is not kept. */
+			shard->stats.evictions++;
 			pthread_mutex_unlock(&shard->lock);
 			free_entry(entry);
 			return;
 		}
-		remove_entry(shard, lru_oldest(&shard->table));
-		shard->stats.evictions++;
 	}
 	lru_insert(&shard->table, &entry->node);
 	pthread_mutex_unlock(&shard->lock);

@@ -166,3 +166,22 @@ struct cache_stats lru_shards_stats(struct lru_shard *shards, size_t count)
 	}
 	return total;
 }
+
+int lru_shards_evict_elsewhere(struct lru_shard *shards, size_t count, struct lru_shard *self,
+			       void (*release)(struct lru_shard *shard, struct lru_node *node))
+{
+	for (size_t i = 0; i < count; i++) {
+		struct lru_shard *other = &shards[i];
+		if (other == self || pthread_mutex_trylock(&other->lock) != 0)
+			continue;
+		struct lru_node *oldest = lru_oldest(&other->table);
+		if (oldest != NULL) {
+			release(other, oldest);
+			other->stats.evictions++;
+		}
+		pthread_mutex_unlock(&other->lock);
+		if (oldest != NULL)
+			return 1;
+	}
+	return 0;
+}

@@ -71,10 +71,19 @@ int lru_shards_init(struct lru_shard *shards, size_t count, size_t max_entries,
  * Takes a slot for one new entry in the whole cache, before lru_insert (lock
  * held): 1 when taken. 0 when the cache is full: evict this shard's oldest
  * entry (lru_remove gives its slot back) and try again, or, if this shard is
- * empty, do not insert. The bound is never passed, even by shards inserting
- * at the same moment.
+ * empty, lru_shards_evict_elsewhere. The bound is never passed, even by
+ * shards inserting at the same moment.
  */
 int lru_shard_take_slot(struct lru_shard *shard);
+
+/*
+ * For a full cache whose shard `self` (lock held) is empty: passes the oldest
+ * entry of another shard to release (which must lru_remove it), counting an
+ * eviction there. Other shards are only try-locked, so two shards doing this
+ * at once cannot deadlock. Returns 0 if no entry could be evicted.
+ */
+int lru_shards_evict_elsewhere(struct lru_shard *shards, size_t count, struct lru_shard *self,
+			       void (*release)(struct lru_shard *shard, struct lru_node *node));
 /* Removes every entry, passing each to release, then frees the shards' tables. */
 void lru_shards_destroy(struct lru_shard *shards, size_t count,
 			void (*release)(struct lru_shard *shard, struct lru_node *node));
