@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "content_type.h"
+#include "head.h"
 #include "lru.h"
 #include "validators.h"
 
@@ -23,6 +24,7 @@ struct file_cache_entry {
 	struct lru_node node;
 	char *path;		/* the key: the path as the database has it */
 	char *resolved_path;	/* where it really is; response.resolved_path points here */
+	char *file_lines;	/* response.file_lines points here */
 	unsigned borrowers;	/* guarded by the shard lock */
 	int in_table;		/* guarded by the shard lock */
 	int64_t validated_at;	/* cache_now_seconds() of the last check against the disk */
@@ -61,6 +63,7 @@ static void free_entry(struct file_cache_entry *entry)
 {
 	if (entry->response.segment != NULL)
 		evbuffer_file_segment_free(entry->response.segment);
+	free(entry->file_lines);
 	free(entry->resolved_path);
 	free(entry->path);
 	free(entry);
@@ -180,6 +183,14 @@ static struct file_cache_entry *new_entry(const char *path, const struct media_f
 	entry->response.root_index = file->root_index;
 	etag_format(entry->response.etag, file->mtime, file->size);
 	http_date_format(entry->response.last_modified, file->mtime.tv_sec);
+	size_t lines_size = 128 + (cache_control ? strlen(cache_control) : 0);
+	if ((entry->file_lines = malloc(lines_size)) == NULL ||
+	    head_file_lines(entry->file_lines, lines_size, entry->response.last_modified,
+			    entry->response.etag, cache_control) == 0) {
+		free_entry(entry);
+		return NULL;
+	}
+	entry->response.file_lines = entry->file_lines;
 	return entry;
 fail:
 	close(file->fd);

@@ -1,8 +1,8 @@
 /*
- * response: writes answers through evhttp. Error answers are short
- * text/plain; file answers put the file's bytes in a socket-draining buffer so
- * libevent sends them with sendfile(2), never through user space. HEAD gets
- * the same headers and no body (evhttp would send one if handed it).
+ * response: writes answers on evhttp's connections. Error answers are short
+ * text/plain; file answers put the file's bytes in the connection's
+ * socket-draining buffer so libevent sends them with sendfile(2), never
+ * through user space. HEAD gets the same headers and no body.
  */
 #ifndef MUSICD_RESPONSE_H
 #define MUSICD_RESPONSE_H
@@ -24,6 +24,7 @@ struct response_file {
 	time_t mtime;
 	const char *content_type;
 	const char *cache_control; /* NULL for none */
+	const char *file_lines;	   /* Last-Modified, ETag, Cache-Control lines (head_file_lines) */
 	const char *resolved_path; /* canonical path, for the offload headers */
 	int root_index;		   /* the media root containing it */
 	char etag[ETAG_MAX];

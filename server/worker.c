@@ -208,6 +208,16 @@ void worker_destroy(struct worker *worker)
 	memset(worker, 0, sizeof(*worker));
 }
 
+const char *worker_date(struct worker *worker)
+{
+	time_t now = time(NULL);
+	if (now != worker->date_second) {
+		http_date_format(worker->date_text, now);
+		worker->date_second = now;
+	}
+	return worker->date_text;
+}
+
 void worker_exchange_started(struct worker *worker)
 {
 	worker->live_exchanges++;

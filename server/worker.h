@@ -12,6 +12,7 @@
 #include <sys/time.h>
 
 #include "service.h"
+#include "validators.h"
 
 struct worker {
 	unsigned index;
@@ -30,6 +31,8 @@ struct worker {
 	int draining;
 	unsigned grace_ms;
 	struct event *housekeeping; /* worker 0 only: closes idle cached files */
+	time_t date_second;	    /* the second date_text shows */
+	char date_text[HTTP_DATE_MAX];
 	struct event *drain_deadline;
 };
 
@@ -51,6 +54,9 @@ void worker_flush(struct worker *worker);
 
 /* Closes remaining connections and frees everything (after worker_join). */
 void worker_destroy(struct worker *worker);
+
+/* The Date header value for now, formatted once a second. */
+const char *worker_date(struct worker *worker);
 
 /* Exchange accounting, from the worker's thread. */
 void worker_exchange_started(struct worker *worker);
