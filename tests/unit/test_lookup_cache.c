@@ -1,0 +1,475 @@
+/*
+ * Unit tests for server/lookup_cache.h: mid -> path answers (hit, miss, and
+ * "no such document"), the path copied out whole or not at all, a cache
+ * disabled by its settings, entries replaced by a later put, both TTLs
+ * (against the cache's own clock, seconds of CLOCK_MONOTONIC_COARSE), the
+ * bound on entries, and the counters.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "lookup_cache.h"
+#include "lru.h"
+
+#define MID "65f0c0ffee0000000000abcd"
+#define OTHER_MID "65f0c0ffee0000000000abce"
+#define PATH "/music/Artist/Album/01 Track.mp3"
+#define OTHER_PATH "/music/Artist/Album/02 Other.flac"
+#define PATH_SIZE 4096
+#define TTL 30
+#define NEGATIVE_TTL 5
+#define POLL_NANOSECONDS (20 * 1000 * 1000)
+#define WAIT_LIMIT_SECONDS 3
+#define SAME_SHARD_BITS 16
+
+/* The ObjectId-shaped mid number i: 24 hexadecimal digits. */
+static void mid_of(char out[25], unsigned i)
+{
+	snprintf(out, 25, "65f0c0ffee00000000%06x", i);
+}
+
+static void pause_briefly(void)
+{
+	struct timespec pause = {0, POLL_NANOSECONDS};
+	nanosleep(&pause, NULL);
+}
+
+/*
+ * Waits until the cache's clock has just ticked, so the second that follows
+ * is almost all ahead of the caller. Bounded.
+ */
+static int64_t wait_for_next_second(void)
+{
+	int64_t start = cache_now_seconds();
+	struct timespec begun;
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	for (;;) {
+		struct timespec pause = {0, 1000 * 1000};
+		nanosleep(&pause, NULL);
+		int64_t now = cache_now_seconds();
+		if (now != start)
+			return now;
+		struct timespec current;
+		clock_gettime(CLOCK_MONOTONIC, &current);
+		assert_true(current.tv_sec - begun.tv_sec < WAIT_LIMIT_SECONDS);
+	}
+}
+
+/*
+ * Polls get until it answers something other than expected; returns that
+ * answer, and in *seen_at the clock's second just before the get that gave it.
+ * Bounded.
+ */
+static enum lookup_cache_result wait_for_change(struct lookup_cache *cache, const char *mid,
+						enum lookup_cache_result expected,
+						int64_t *seen_at)
+{
+	char path[PATH_SIZE];
+	struct timespec begun;
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	for (;;) {
+		*seen_at = cache_now_seconds();
+		enum lookup_cache_result result = lookup_cache_get(cache, mid, path, sizeof(path));
+		if (result != expected)
+			return result;
+		struct timespec current;
+		clock_gettime(CLOCK_MONOTONIC, &current);
+		if (current.tv_sec - begun.tv_sec >= WAIT_LIMIT_SECONDS)
+			return result;
+		pause_briefly();
+	}
+}
+
+static struct lookup_cache *new_cache(size_t max_entries, unsigned ttl, unsigned negative_ttl)
+{
+	struct lookup_cache *cache = lookup_cache_new(max_entries, ttl, negative_ttl);
+	assert_non_null(cache);
+	return cache;
+}
+
+static void test_get_on_an_empty_cache_misses(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	lookup_cache_free(cache);
+}
+
+static void test_put_then_get_hits_and_copies_the_path(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	memset(path, 'X', sizeof(path));
+	lookup_cache_put(cache, MID, PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, PATH);
+	/* And again: a hit does not use the entry up. */
+	memset(path, 'X', sizeof(path));
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, PATH);
+	lookup_cache_free(cache);
+}
+
+static void test_put_keeps_its_own_copy_of_the_path(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char given[] = PATH;
+	char path[PATH_SIZE];
+	lookup_cache_put(cache, MID, given);
+	memset(given, 'Y', sizeof(given) - 1);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, PATH);
+	lookup_cache_free(cache);
+}
+
+static void test_distinct_mids_keep_their_own_paths(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	lookup_cache_put(cache, MID, PATH);
+	lookup_cache_put(cache, OTHER_MID, OTHER_PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, PATH);
+	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, OTHER_PATH);
+	assert_int_equal(lookup_cache_get(cache, "65f0c0ffee0000000000abcf", path, sizeof(path)),
+			 LOOKUP_CACHE_MISS);
+	lookup_cache_free(cache);
+}
+
+static void test_negative_entry_answers_negative(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	lookup_cache_put(cache, MID, NULL);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
+	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	lookup_cache_free(cache);
+}
+
+static void test_negative_ttl_zero_keeps_no_negative_entry(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, 0);
+	char path[PATH_SIZE];
+	lookup_cache_put(cache, MID, NULL);
+	assert_int_equal(lookup_cache_stats(cache).entries, 0);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	/* Paths are still kept. */
+	lookup_cache_put(cache, OTHER_MID, PATH);
+	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	lookup_cache_free(cache);
+}
+
+/* Puts a path and a negative entry, then expects both to miss and nothing to be kept. */
+static void check_disabled(size_t max_entries, unsigned ttl, unsigned negative_ttl)
+{
+	struct lookup_cache *cache = new_cache(max_entries, ttl, negative_ttl);
+	char path[PATH_SIZE];
+	lookup_cache_put(cache, MID, PATH);
+	lookup_cache_put(cache, OTHER_MID, NULL);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.entries, 0);
+	assert_int_equal(stats.hits, 0);
+	lookup_cache_free(cache);
+}
+
+static void test_zero_max_entries_disables_the_cache(void **state)
+{
+	(void)state;
+	check_disabled(0, TTL, NEGATIVE_TTL);
+}
+
+static void test_zero_ttl_disables_the_cache(void **state)
+{
+	(void)state;
+	check_disabled(10, 0, NEGATIVE_TTL);
+}
+
+/* A heap buffer of exactly size bytes, so ASan sees a write past it. */
+static enum lookup_cache_result get_into(struct lookup_cache *cache, const char *mid, size_t size,
+					 char *copy, size_t copy_size)
+{
+	char *out = malloc(size ? size : 1);
+	assert_non_null(out);
+	enum lookup_cache_result result = lookup_cache_get(cache, mid, out, size);
+	if (result == LOOKUP_CACHE_HIT)
+		snprintf(copy, copy_size, "%s", out);
+	free(out);
+	return result;
+}
+
+static void test_path_that_does_not_fit_the_buffer_is_a_miss(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char copy[PATH_SIZE];
+	lookup_cache_put(cache, MID, PATH);
+	/* strlen(PATH) bytes leave no room for the terminator. */
+	assert_int_equal(get_into(cache, MID, strlen(PATH), copy, sizeof(copy)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_into(cache, MID, 1, copy, sizeof(copy)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_into(cache, MID, 0, copy, sizeof(copy)), LOOKUP_CACHE_MISS);
+	/* Exactly enough room; and the entry was kept through the misses. */
+	assert_int_equal(get_into(cache, MID, strlen(PATH) + 1, copy, sizeof(copy)),
+			 LOOKUP_CACHE_HIT);
+	assert_string_equal(copy, PATH);
+	lookup_cache_free(cache);
+}
+
+static void test_put_replaces_the_path_of_an_existing_entry(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	lookup_cache_put(cache, MID, PATH);
+	lookup_cache_put(cache, MID, OTHER_PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, OTHER_PATH);
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.entries, 1);
+	assert_int_equal(stats.evictions, 0);
+	lookup_cache_free(cache);
+}
+
+static void test_put_replaces_a_negative_entry_and_is_replaced_by_one(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	lookup_cache_put(cache, MID, NULL);
+	lookup_cache_put(cache, MID, PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, PATH);
+	lookup_cache_put(cache, MID, NULL);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
+	assert_int_equal(lookup_cache_stats(cache).entries, 1);
+	lookup_cache_free(cache);
+}
+
+static void test_clock_is_the_coarse_monotonic_clock_in_seconds(void **state)
+{
+	(void)state;
+	struct timespec coarse;
+	int64_t before = cache_now_seconds();
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &coarse);
+	int64_t after = cache_now_seconds();
+	assert_true(before <= (int64_t)coarse.tv_sec);
+	assert_true((int64_t)coarse.tv_sec <= after);
+	assert_true(after - before <= 1);
+}
+
+static void test_entry_hits_until_its_ttl_passes_then_misses(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, 1, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	int64_t put_at = wait_for_next_second();
+	lookup_cache_put(cache, MID, PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	int64_t missed_at;
+	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_HIT, &missed_at),
+			 LOOKUP_CACHE_MISS);
+	/* Gone once the clock is one second on, and not before. */
+	assert_true(cache_now_seconds() - put_at >= 1);
+	assert_true(missed_at - put_at <= 1);
+	/* Once expired it stays gone. */
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	lookup_cache_free(cache);
+}
+
+static void test_negative_entry_expires_after_the_negative_ttl(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, 1);
+	char path[PATH_SIZE];
+	int64_t put_at = wait_for_next_second();
+	lookup_cache_put(cache, MID, NULL);
+	lookup_cache_put(cache, OTHER_MID, PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
+	int64_t missed_at;
+	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_NEGATIVE, &missed_at),
+			 LOOKUP_CACHE_MISS);
+	assert_true(cache_now_seconds() - put_at >= 1);
+	assert_true(missed_at - put_at <= 1);
+	/* The path put at the same moment lives by the longer TTL. */
+	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, PATH);
+	lookup_cache_free(cache);
+}
+
+static void test_entries_are_bounded_and_the_newest_is_kept(void **state)
+{
+	(void)state;
+	enum { MAX = 10, PUTS = 100 };
+	struct lookup_cache *cache = new_cache(MAX, TTL, NEGATIVE_TTL);
+	char mid[25], expected[64], path[PATH_SIZE];
+	for (unsigned i = 0; i < PUTS; i++) {
+		mid_of(mid, i);
+		snprintf(expected, sizeof(expected), "/music/%u.mp3", i);
+		lookup_cache_put(cache, mid, expected);
+		assert_true(lookup_cache_stats(cache).entries <= MAX);
+	}
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.entries, MAX);
+	assert_int_equal(stats.evictions + stats.entries, PUTS);
+	mid_of(mid, PUTS - 1);
+	assert_int_equal(lookup_cache_get(cache, mid, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	snprintf(expected, sizeof(expected), "/music/%u.mp3", PUTS - 1);
+	assert_string_equal(path, expected);
+	/* Exactly MAX of the mids still hit, each with its own path. */
+	unsigned hits = 0;
+	for (unsigned i = 0; i < PUTS; i++) {
+		mid_of(mid, i);
+		if (lookup_cache_get(cache, mid, path, sizeof(path)) == LOOKUP_CACHE_HIT) {
+			snprintf(expected, sizeof(expected), "/music/%u.mp3", i);
+			assert_string_equal(path, expected);
+			hits++;
+		}
+	}
+	assert_int_equal(hits, MAX);
+	lookup_cache_free(cache);
+}
+
+static void test_negative_entries_count_against_the_bound(void **state)
+{
+	(void)state;
+	enum { MAX = 10, PUTS = 100 };
+	struct lookup_cache *cache = new_cache(MAX, TTL, NEGATIVE_TTL);
+	char mid[25];
+	for (unsigned i = 0; i < PUTS; i++) {
+		mid_of(mid, i);
+		lookup_cache_put(cache, mid, i % 2 ? NULL : "/music/a.mp3");
+	}
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.entries, MAX);
+	assert_int_equal(stats.evictions + stats.entries, PUTS);
+	lookup_cache_free(cache);
+}
+
+/*
+ * count mids whose hashes agree in their low SAME_SHARD_BITS bits: the shard
+ * is chosen by the low bits (lru_shard_for), so they share one for any
+ * power-of-two number of shards up to 2^SAME_SHARD_BITS.
+ */
+static void mids_in_one_shard(char mids[][25], size_t count)
+{
+	const uint64_t mask = (UINT64_C(1) << SAME_SHARD_BITS) - 1;
+	size_t found = 0;
+	uint64_t low = 0;
+	for (unsigned i = 0; found < count; i++) {
+		assert_true(i < (64u << SAME_SHARD_BITS)); /* bounded search */
+		mid_of(mids[found], i);
+		uint64_t hash = lru_hash(mids[found]);
+		if (found == 0)
+			low = hash & mask;
+		if ((hash & mask) == low)
+			found++;
+	}
+}
+
+static void test_full_shard_evicts_its_least_recently_used_entry(void **state)
+{
+	(void)state;
+	char mids[3][25], path[PATH_SIZE];
+	mids_in_one_shard(mids, 3);
+	struct lookup_cache *cache = new_cache(2, TTL, NEGATIVE_TTL);
+	lookup_cache_put(cache, mids[0], "/music/0.mp3");
+	lookup_cache_put(cache, mids[1], "/music/1.mp3");
+	/* A hit makes the first the most recently used: the second goes. */
+	assert_int_equal(lookup_cache_get(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	lookup_cache_put(cache, mids[2], "/music/2.mp3");
+	assert_int_equal(lookup_cache_get(cache, mids[1], path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(lookup_cache_get(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, "/music/0.mp3");
+	assert_int_equal(lookup_cache_get(cache, mids[2], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, "/music/2.mp3");
+	assert_int_equal(lookup_cache_stats(cache).evictions, 1);
+	lookup_cache_free(cache);
+}
+
+static void test_full_shard_without_hits_evicts_the_oldest_put(void **state)
+{
+	(void)state;
+	char mids[3][25], path[PATH_SIZE];
+	mids_in_one_shard(mids, 3);
+	struct lookup_cache *cache = new_cache(2, TTL, NEGATIVE_TTL);
+	lookup_cache_put(cache, mids[0], "/music/0.mp3");
+	lookup_cache_put(cache, mids[1], "/music/1.mp3");
+	lookup_cache_put(cache, mids[2], "/music/2.mp3");
+	assert_int_equal(lookup_cache_get(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(lookup_cache_get(cache, mids[1], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(lookup_cache_get(cache, mids[2], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	lookup_cache_free(cache);
+}
+
+static void test_stats_count_hits_and_misses_exactly(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.hits, 0);
+	assert_int_equal(stats.misses, 0);
+	assert_int_equal(stats.evictions, 0);
+	assert_int_equal(stats.entries, 0);
+
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	lookup_cache_put(cache, MID, PATH);
+	lookup_cache_put(cache, OTHER_MID, OTHER_PATH);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)),
+				 LOOKUP_CACHE_HIT);
+	}
+	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(lookup_cache_get(cache, "65f0c0ffee0000000000ffff", path, sizeof(path)),
+			 LOOKUP_CACHE_MISS);
+	assert_int_equal(lookup_cache_get(cache, MID, path, 4), LOOKUP_CACHE_MISS);
+
+	stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.hits, 4);
+	assert_int_equal(stats.misses, 3);
+	assert_int_equal(stats.evictions, 0);
+	assert_int_equal(stats.entries, 2);
+	lookup_cache_free(cache);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_get_on_an_empty_cache_misses),
+		cmocka_unit_test(test_put_then_get_hits_and_copies_the_path),
+		cmocka_unit_test(test_put_keeps_its_own_copy_of_the_path),
+		cmocka_unit_test(test_distinct_mids_keep_their_own_paths),
+		cmocka_unit_test(test_negative_entry_answers_negative),
+		cmocka_unit_test(test_negative_ttl_zero_keeps_no_negative_entry),
+		cmocka_unit_test(test_zero_max_entries_disables_the_cache),
+		cmocka_unit_test(test_zero_ttl_disables_the_cache),
+		cmocka_unit_test(test_path_that_does_not_fit_the_buffer_is_a_miss),
+		cmocka_unit_test(test_put_replaces_the_path_of_an_existing_entry),
+		cmocka_unit_test(test_put_replaces_a_negative_entry_and_is_replaced_by_one),
+		cmocka_unit_test(test_clock_is_the_coarse_monotonic_clock_in_seconds),
+		cmocka_unit_test(test_entry_hits_until_its_ttl_passes_then_misses),
+		cmocka_unit_test(test_negative_entry_expires_after_the_negative_ttl),
+		cmocka_unit_test(test_entries_are_bounded_and_the_newest_is_kept),
+		cmocka_unit_test(test_negative_entries_count_against_the_bound),
+		cmocka_unit_test(test_full_shard_evicts_its_least_recently_used_entry),
+		cmocka_unit_test(test_full_shard_without_hits_evicts_the_oldest_put),
+		cmocka_unit_test(test_stats_count_hits_and_misses_exactly),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
