@@ -1,0 +1,896 @@
+/*
+ * Unit tests for server/file_cache.h, on real files in a temporary directory
+ * opened with media_open: what a hit hands a response (size, type,
+ * validators, header lines, the file's bytes), the checks that keep a changed
+ * file from being served stale (fstat on every hit, stat of the path once per
+ * valid interval), a disabled cache, the bound on entries, entries borrowed
+ * while evicted, and the closing of entries left unused.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <event2/buffer.h>
+
+#include "content_type.h"
+#include "file_cache.h"
+#include "head.h"
+#include "lru.h"
+#include "media.h"
+#include "validators.h"
+
+#define TEMP_TEMPLATE "/tmp/musicd-test-file-cache.XXXXXX"
+#define ROOT_COUNT 2
+#define TRACK_ROOT 1 /* files go in the second root, so root_index is not 0 by default */
+#define CONTENT "ID3 the first version of the track"
+#define NEW_CONTENT "ID3 a longer, second version of the track"
+#define CACHE_CONTROL "public, max-age=86400"
+#define LONG_TIME 3600 /* seconds: an interval no test lasts */
+#define MAX_ENTRIES 100
+#define LINES_MAX 256
+#define POLL_NANOSECONDS (20 * 1000 * 1000)
+#define WAIT_LIMIT_SECONDS 3
+#define SAME_SHARD_BITS 16
+
+/* One test's files: a temporary directory holding the media roots "one" and "two". */
+struct fixture {
+	char directory[sizeof(TEMP_TEMPLATE)];
+	struct media_roots roots;
+};
+
+static void join(char out[PATH_MAX], const char *directory, const char *name)
+{
+	int length = snprintf(out, PATH_MAX, "%s/%s", directory, name);
+	assert_true(length > 0 && length < PATH_MAX);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fixture = calloc(1, sizeof(*fixture));
+	assert_non_null(fixture);
+	memcpy(fixture->directory, TEMP_TEMPLATE, sizeof(TEMP_TEMPLATE));
+	assert_non_null(mkdtemp(fixture->directory));
+	char one[PATH_MAX], two[PATH_MAX], error[256];
+	join(one, fixture->directory, "one");
+	join(two, fixture->directory, "two");
+	assert_int_equal(mkdir(one, 0700), 0);
+	assert_int_equal(mkdir(two, 0700), 0);
+	char *given[ROOT_COUNT] = {one, two};
+	assert_int_equal(media_roots_resolve(&fixture->roots, given, ROOT_COUNT, error,
+					     sizeof(error)),
+			 0);
+	*state = fixture;
+	return 0;
+}
+
+/* Removes every file in directory, then the directory. */
+static void remove_tree(const char *directory)
+{
+	DIR *listing = opendir(directory);
+	assert_non_null(listing);
+	struct dirent *item;
+	while ((item = readdir(listing)) != NULL) {
+		if (strcmp(item->d_name, ".") == 0 || strcmp(item->d_name, "..") == 0)
+			continue;
+		char path[PATH_MAX];
+		join(path, directory, item->d_name);
+		assert_int_equal(unlink(path), 0);
+	}
+	closedir(listing);
+	assert_int_equal(rmdir(directory), 0);
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	join(path, fixture->directory, "one");
+	remove_tree(path);
+	join(path, fixture->directory, "two");
+	remove_tree(path);
+	assert_int_equal(rmdir(fixture->directory), 0);
+	media_roots_free(&fixture->roots);
+	free(fixture);
+	return 0;
+}
+
+/* The path of name in a root, as the database would store it. */
+static void track_path(const struct fixture *fixture, int root, const char *name,
+		       char out[PATH_MAX])
+{
+	join(out, fixture->roots.paths[root], name);
+}
+
+static void write_file(const char *path, const char *content)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	assert_int_equal(close(fd), 0);
+}
+
+/* Writes a new file beside path and renames it over path: a new inode under the old name. */
+static void replace_file(const char *path, const char *content)
+{
+	char fresh[PATH_MAX];
+	int length = snprintf(fresh, sizeof(fresh), "%s.new", path);
+	assert_true(length > 0 && length < PATH_MAX);
+	write_file(fresh, content);
+	assert_int_equal(rename(fresh, path), 0);
+}
+
+/* What a request's miss path does: media_open, then file_cache_insert. */
+static struct file_cache_entry *open_and_insert(const struct fixture *fixture,
+						struct file_cache *cache, const char *path,
+						const char *cache_control)
+{
+	struct media_file file;
+	int error_number;
+	assert_int_equal(media_open(&fixture->roots, path, &file, &error_number), MEDIA_OK);
+	struct file_cache_entry *entry = file_cache_insert(cache, path, &file, cache_control);
+	assert_non_null(entry);
+	return entry;
+}
+
+/* Inserts path's file and gives the reference back at once. */
+static void cache_file(const struct fixture *fixture, struct file_cache *cache, const char *path)
+{
+	file_cache_release(cache, open_and_insert(fixture, cache, path, NULL));
+}
+
+/* Whether get hits; gives back the reference it took. */
+static int hits(struct file_cache *cache, const char *path)
+{
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	if (entry != NULL)
+		file_cache_release(cache, entry);
+	return entry != NULL;
+}
+
+/* The entry's segment added to a fresh buffer gives exactly content. */
+static void assert_segment_holds(const struct file_cache_entry *entry, const char *content)
+{
+	const struct response_file *response = file_cache_response(entry);
+	size_t size = strlen(content);
+	struct evbuffer *buffer = evbuffer_new();
+	assert_non_null(buffer);
+	assert_int_equal(evbuffer_add_file_segment(buffer, response->segment, 0,
+						   (ev_off_t)response->size),
+			 0);
+	assert_int_equal(evbuffer_get_length(buffer), size);
+	char *bytes = malloc(size + 1);
+	assert_non_null(bytes);
+	assert_int_equal(evbuffer_remove(buffer, bytes, size), (int)size);
+	assert_memory_equal(bytes, content, size);
+	free(bytes);
+	evbuffer_free(buffer);
+}
+
+static struct file_cache *new_cache(size_t max_entries, unsigned valid, unsigned inactive)
+{
+	struct file_cache *cache = file_cache_new(max_entries, valid, inactive);
+	assert_non_null(cache);
+	return cache;
+}
+
+static void pause_briefly(void)
+{
+	struct timespec pause = {0, POLL_NANOSECONDS};
+	nanosleep(&pause, NULL);
+}
+
+static int waited_too_long(const struct timespec *begun)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec - begun->tv_sec >= WAIT_LIMIT_SECONDS;
+}
+
+/* Waits until the caches' clock has just ticked, so almost a whole second is ahead. Bounded. */
+static int64_t wait_for_next_second(void)
+{
+	struct timespec begun;
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	int64_t start = cache_now_seconds();
+	while (cache_now_seconds() == start) {
+		assert_false(waited_too_long(&begun));
+		struct timespec pause = {0, 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	return cache_now_seconds();
+}
+
+/* Waits until the caches' clock reads at least second. Bounded. */
+static void wait_until(int64_t second)
+{
+	struct timespec begun;
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	while (cache_now_seconds() < second) {
+		assert_false(waited_too_long(&begun));
+		pause_briefly();
+	}
+}
+
+/* Sets path's mtime (none if its tv_nsec is UTIME_OMIT); returns the mtime path has then. */
+static struct timespec set_mtime(const char *path, struct timespec mtime)
+{
+	struct stat info;
+	assert_int_equal(stat(path, &info), 0);
+	if (mtime.tv_nsec == UTIME_OMIT)
+		return info.st_mtim;
+	struct timespec times[2] = {info.st_atim, mtime};
+	assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+	assert_int_equal(stat(path, &info), 0);
+	assert_int_equal(info.st_mtim.tv_sec, mtime.tv_sec);
+	assert_int_equal(info.st_mtim.tv_nsec, mtime.tv_nsec);
+	return mtime;
+}
+
+static struct timespec mtime_of(const char *path)
+{
+	return set_mtime(path, (struct timespec){0, UTIME_OMIT});
+}
+
+/* Overwrites path's bytes in place (same inode, same size), then sets its mtime. */
+static void rewrite_same_size(const char *path, struct timespec mtime)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	char same_size[sizeof(CONTENT)];
+	memset(same_size, 'Z', sizeof(same_size) - 1);
+	assert_int_equal(pwrite(fd, same_size, sizeof(same_size) - 1, 0),
+			 (ssize_t)(sizeof(same_size) - 1));
+	assert_int_equal(close(fd), 0);
+	set_mtime(path, mtime);
+}
+
+static void test_get_on_an_empty_cache_misses(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_insert_then_get_hits_the_same_entry(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	struct file_cache_entry *inserted = open_and_insert(fixture, cache, path, NULL);
+	file_cache_release(cache, inserted);
+	struct file_cache_entry *found = file_cache_get(cache, path);
+	assert_ptr_equal(found, inserted);
+	assert_segment_holds(found, CONTENT);
+	file_cache_release(cache, found);
+	/* Hits again: a hit does not use the entry up. */
+	assert_true(hits(cache, path));
+	file_cache_free(cache);
+}
+
+/* Checks every field against what the file and the pure formatters say. */
+static void check_response(const struct fixture *fixture, const char *name, int root,
+			   const char *cache_control)
+{
+	char path[PATH_MAX];
+	track_path(fixture, root, name, path);
+	write_file(path, CONTENT);
+	struct stat info;
+	assert_int_equal(stat(path, &info), 0);
+	char etag[ETAG_MAX], last_modified[HTTP_DATE_MAX], lines[LINES_MAX];
+	etag_format(etag, info.st_mtim, (uint64_t)info.st_size);
+	http_date_format(last_modified, info.st_mtim.tv_sec);
+	assert_true(head_file_lines(lines, sizeof(lines), last_modified, etag, cache_control) > 0);
+
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	file_cache_release(cache, open_and_insert(fixture, cache, path, cache_control));
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	const struct response_file *response = file_cache_response(entry);
+	assert_int_equal(response->size, strlen(CONTENT));
+	assert_int_equal(response->mtime, info.st_mtim.tv_sec);
+	assert_string_equal(response->content_type, "audio/mpeg");
+	assert_string_equal(response->etag, etag);
+	assert_string_equal(response->last_modified, last_modified);
+	assert_string_equal(response->file_lines, lines);
+	assert_ptr_equal(response->cache_control, cache_control);
+	assert_string_equal(response->resolved_path, path);
+	assert_int_equal(response->root_index, root);
+	assert_non_null(response->segment);
+	assert_segment_holds(entry, CONTENT);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+static void test_response_is_that_of_the_file_with_cache_control(void **state)
+{
+	static const char cache_control[] = CACHE_CONTROL;
+	check_response(*state, "a.mp3", 1, cache_control);
+}
+
+static void test_response_is_that_of_the_file_without_cache_control(void **state)
+{
+	check_response(*state, "b.MP3", 0, NULL);
+}
+
+static void test_content_type_follows_the_extension(void **state)
+{
+	struct fixture *fixture = *state;
+	static const char *const names[] = {"a.flac", "b.ogg", "c.unknown"};
+	static const char *const types[] = {"audio/flac", "audio/ogg", CONTENT_TYPE_DEFAULT};
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	for (size_t i = 0; i < 3; i++) {
+		char path[PATH_MAX];
+		track_path(fixture, TRACK_ROOT, names[i], path);
+		write_file(path, CONTENT);
+		cache_file(fixture, cache, path);
+		struct file_cache_entry *entry = file_cache_get(cache, path);
+		assert_non_null(entry);
+		assert_string_equal(file_cache_response(entry)->content_type, types[i]);
+		file_cache_release(cache, entry);
+	}
+	file_cache_free(cache);
+}
+
+static void test_inserted_entry_is_usable_before_any_get(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	struct file_cache_entry *entry = open_and_insert(fixture, cache, path, NULL);
+	assert_int_equal(file_cache_response(entry)->size, strlen(CONTENT));
+	assert_segment_holds(entry, CONTENT);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+static void test_empty_file_is_cached_with_size_zero(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "empty.mp3", path);
+	write_file(path, "");
+	struct timespec mtime = mtime_of(path);
+	char etag[ETAG_MAX];
+	etag_format(etag, mtime, 0);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	assert_int_equal(file_cache_response(entry)->size, 0);
+	assert_string_equal(file_cache_response(entry)->etag, etag);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+static void test_file_rewritten_in_place_is_a_miss_on_the_next_get(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	assert_true(hits(cache, path));
+	struct stat before, after;
+	assert_int_equal(stat(path, &before), 0);
+	write_file(path, NEW_CONTENT); /* O_TRUNC: the same inode */
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(after.st_ino, before.st_ino);
+	assert_null(file_cache_get(cache, path));
+	/* The caller opens it again, and from then on the new version is served. */
+	cache_file(fixture, cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
+	assert_segment_holds(entry, NEW_CONTENT);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+static void test_same_size_rewrite_with_another_mtime_second_is_a_miss(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct timespec mtime = set_mtime(path, (struct timespec){1700000000, 500});
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	mtime.tv_sec += 1;
+	rewrite_same_size(path, mtime);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_same_size_rewrite_with_an_mtime_a_nanosecond_on_is_a_miss(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct timespec mtime = set_mtime(path, (struct timespec){1700000000, 500});
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	mtime.tv_nsec += 1;
+	rewrite_same_size(path, mtime);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_size_change_is_a_miss_even_with_the_mtime_put_back(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	struct timespec mtime = mtime_of(path);
+	write_file(path, NEW_CONTENT);
+	set_mtime(path, mtime);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_file_replaced_by_rename_is_kept_until_the_path_is_due(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	replace_file(path, NEW_CONTENT);
+	/* Not checked yet: the old file, whole and consistent. */
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	assert_int_equal(file_cache_response(entry)->size, strlen(CONTENT));
+	assert_segment_holds(entry, CONTENT);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+static void test_file_replaced_by_rename_is_a_miss_when_checked_every_time(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, 0, LONG_TIME);
+	cache_file(fixture, cache, path);
+	assert_true(hits(cache, path));
+	replace_file(path, NEW_CONTENT);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_lookalike_replacement_is_a_miss_when_checked(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX], fresh[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	track_path(fixture, TRACK_ROOT, "a.mp3.new", fresh);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, 0, LONG_TIME);
+	cache_file(fixture, cache, path);
+	/* As a copy that keeps times would leave it: only the inode tells them apart. */
+	char same_size[sizeof(CONTENT)];
+	memset(same_size, 'Z', sizeof(same_size) - 1);
+	same_size[sizeof(same_size) - 1] = '\0';
+	write_file(fresh, same_size);
+	set_mtime(fresh, mtime_of(path));
+	assert_int_equal(rename(fresh, path), 0);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_file_replaced_by_rename_is_a_miss_once_the_interval_passes(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, 1, LONG_TIME);
+	int64_t inserted_at = wait_for_next_second();
+	cache_file(fixture, cache, path);
+	replace_file(path, NEW_CONTENT);
+	assert_true(hits(cache, path));
+	struct timespec begun;
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	int64_t missed_at;
+	for (;;) {
+		missed_at = cache_now_seconds();
+		if (!hits(cache, path))
+			break;
+		assert_false(waited_too_long(&begun));
+		pause_briefly();
+	}
+	/* Checked once the interval has passed, and not later. */
+	assert_true(cache_now_seconds() - inserted_at >= 1);
+	assert_true(missed_at - inserted_at <= 1);
+	file_cache_free(cache);
+}
+
+static void test_path_is_checked_at_most_once_per_interval(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, 1, LONG_TIME);
+	int64_t inserted_at = wait_for_next_second();
+	cache_file(fixture, cache, path);
+	wait_until(inserted_at + 1);
+	assert_true(hits(cache, path)); /* due: checked, and unchanged */
+	replace_file(path, NEW_CONTENT);
+	assert_true(hits(cache, path)); /* not due again before inserted_at + 2 */
+	assert_int_equal(cache_now_seconds(), inserted_at + 1);
+	file_cache_free(cache);
+}
+
+static void test_deleted_file_is_a_miss_when_checked_every_time(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, 0, LONG_TIME);
+	cache_file(fixture, cache, path);
+	assert_true(hits(cache, path));
+	assert_int_equal(unlink(path), 0);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_deleted_file_is_kept_until_the_path_is_due(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	assert_int_equal(unlink(path), 0);
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	assert_segment_holds(entry, CONTENT);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+static void test_disabled_cache_gives_a_private_entry_and_never_hits(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(0, LONG_TIME, LONG_TIME);
+	struct file_cache_entry *entry = open_and_insert(fixture, cache, path, NULL);
+	assert_int_equal(file_cache_response(entry)->size, strlen(CONTENT));
+	assert_string_equal(file_cache_response(entry)->content_type, "audio/mpeg");
+	assert_segment_holds(entry, CONTENT);
+	/* Not even while the inserting caller still holds it. */
+	assert_null(file_cache_get(cache, path));
+	file_cache_release(cache, entry);
+	assert_null(file_cache_get(cache, path));
+	assert_int_equal(file_cache_stats(cache).entries, 0);
+	file_cache_free(cache);
+}
+
+static void test_insert_of_a_cached_path_replaces_its_entry(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	replace_file(path, NEW_CONTENT);
+	cache_file(fixture, cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
+	assert_segment_holds(entry, NEW_CONTENT);
+	file_cache_release(cache, entry);
+	assert_int_equal(file_cache_stats(cache).entries, 1);
+	file_cache_free(cache);
+}
+
+static void test_entries_are_bounded_and_the_newest_is_kept(void **state)
+{
+	struct fixture *fixture = *state;
+	enum { MAX = 3, FILES = 10 };
+	struct file_cache *cache = new_cache(MAX, LONG_TIME, LONG_TIME);
+	char path[PATH_MAX];
+	for (int i = 0; i < FILES; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "%02d.mp3", i);
+		track_path(fixture, TRACK_ROOT, name, path);
+		write_file(path, CONTENT);
+		cache_file(fixture, cache, path);
+		assert_true(file_cache_stats(cache).entries <= MAX);
+	}
+	struct cache_stats stats = file_cache_stats(cache);
+	assert_int_equal(stats.entries, MAX);
+	assert_int_equal(stats.evictions + stats.entries, FILES);
+	assert_true(hits(cache, path)); /* the last one inserted */
+	/* Exactly MAX of them still hit. */
+	int found = 0;
+	for (int i = 0; i < FILES; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "%02d.mp3", i);
+		track_path(fixture, TRACK_ROOT, name, path);
+		found += hits(cache, path);
+	}
+	assert_int_equal(found, MAX);
+	file_cache_free(cache);
+}
+
+/*
+ * Names for count tracks whose paths' hashes agree in their low
+ * SAME_SHARD_BITS bits: the shard is chosen by the low bits (lru_shard_for),
+ * so they share one for any power-of-two number of shards up to that.
+ */
+static void paths_in_one_shard(const struct fixture *fixture, char paths[][PATH_MAX],
+			       size_t count)
+{
+	const uint64_t mask = (UINT64_C(1) << SAME_SHARD_BITS) - 1;
+	size_t found = 0;
+	uint64_t low = 0;
+	for (unsigned i = 0; found < count; i++) {
+		assert_true(i < (64u << SAME_SHARD_BITS)); /* bounded search */
+		char name[32];
+		snprintf(name, sizeof(name), "%06u.mp3", i);
+		track_path(fixture, TRACK_ROOT, name, paths[found]);
+		uint64_t hash = lru_hash(paths[found]);
+		if (found == 0)
+			low = hash & mask;
+		if ((hash & mask) == low)
+			found++;
+	}
+	for (size_t i = 0; i < count; i++)
+		write_file(paths[i], CONTENT);
+}
+
+static void test_full_shard_evicts_its_least_recently_used_entry(void **state)
+{
+	struct fixture *fixture = *state;
+	char paths[3][PATH_MAX];
+	paths_in_one_shard(fixture, paths, 3);
+	struct file_cache *cache = new_cache(2, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, paths[0]);
+	cache_file(fixture, cache, paths[1]);
+	/* A hit makes the first the most recently used: the second goes. */
+	assert_true(hits(cache, paths[0]));
+	cache_file(fixture, cache, paths[2]);
+	assert_false(hits(cache, paths[1]));
+	assert_true(hits(cache, paths[0]));
+	assert_true(hits(cache, paths[2]));
+	struct cache_stats stats = file_cache_stats(cache);
+	assert_int_equal(stats.entries, 2);
+	assert_int_equal(stats.evictions, 1);
+	file_cache_free(cache);
+}
+
+static void test_entry_borrowed_while_evicted_stays_usable_until_released(void **state)
+{
+	struct fixture *fixture = *state;
+	char first[PATH_MAX], second[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "first.mp3", first);
+	track_path(fixture, TRACK_ROOT, "second.mp3", second);
+	write_file(first, CONTENT);
+	write_file(second, NEW_CONTENT);
+	struct file_cache *cache = new_cache(1, LONG_TIME, LONG_TIME);
+	struct file_cache_entry *borrowed = open_and_insert(fixture, cache, first, NULL);
+	/* A second file in a cache of one evicts the first, still borrowed. */
+	cache_file(fixture, cache, second);
+	struct cache_stats stats = file_cache_stats(cache);
+	assert_int_equal(stats.entries, 1);
+	assert_int_equal(stats.evictions, 1);
+	assert_null(file_cache_get(cache, first));
+	/* Its response and its open file are intact until released. */
+	assert_int_equal(file_cache_response(borrowed)->size, strlen(CONTENT));
+	assert_string_equal(file_cache_response(borrowed)->resolved_path, first);
+	assert_segment_holds(borrowed, CONTENT);
+	file_cache_release(cache, borrowed);
+	assert_true(hits(cache, second));
+	file_cache_free(cache);
+}
+
+static void test_entry_borrowed_by_get_while_evicted_stays_usable(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	struct file_cache_entry *borrowed = file_cache_get(cache, path);
+	assert_non_null(borrowed);
+	/* Rewritten in place: the next get evicts the entry this caller still holds. */
+	write_file(path, NEW_CONTENT);
+	assert_null(file_cache_get(cache, path));
+	assert_int_equal(file_cache_stats(cache).entries, 0);
+	assert_int_equal(file_cache_response(borrowed)->size, strlen(CONTENT));
+	assert_non_null(file_cache_response(borrowed)->segment);
+	file_cache_release(cache, borrowed);
+	file_cache_free(cache);
+}
+
+static void test_segment_queued_in_a_buffer_outlives_the_entry(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	struct file_cache_entry *entry = open_and_insert(fixture, cache, path, NULL);
+	const struct response_file *response = file_cache_response(entry);
+	struct evbuffer *buffer = evbuffer_new();
+	assert_non_null(buffer);
+	assert_int_equal(
+		evbuffer_add_file_segment(buffer, response->segment, 0, (ev_off_t)response->size),
+		0);
+	file_cache_release(cache, entry);
+	file_cache_free(cache); /* the entry is gone; the buffer's reference is not */
+	size_t size = strlen(CONTENT);
+	char bytes[sizeof(CONTENT)];
+	assert_int_equal(evbuffer_get_length(buffer), size);
+	assert_int_equal(evbuffer_remove(buffer, bytes, size), (int)size);
+	assert_memory_equal(bytes, CONTENT, size);
+	evbuffer_free(buffer);
+}
+
+static void test_expire_keeps_entries_used_within_the_inactive_time(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	file_cache_expire(cache);
+	assert_int_equal(file_cache_stats(cache).entries, 1);
+	assert_true(hits(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_expire_closes_entries_unused_for_the_inactive_time(void **state)
+{
+	struct fixture *fixture = *state;
+	char first[PATH_MAX], second[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "first.mp3", first);
+	track_path(fixture, TRACK_ROOT, "second.mp3", second);
+	write_file(first, CONTENT);
+	write_file(second, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, 1);
+	int64_t inserted_at = wait_for_next_second();
+	cache_file(fixture, cache, first);
+	cache_file(fixture, cache, second);
+	file_cache_expire(cache);
+	assert_int_equal(file_cache_stats(cache).entries, 2);
+
+	struct timespec begun;
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	int64_t emptied_at;
+	for (;;) {
+		emptied_at = cache_now_seconds();
+		file_cache_expire(cache);
+		if (file_cache_stats(cache).entries == 0)
+			break;
+		assert_false(waited_too_long(&begun));
+		pause_briefly();
+	}
+	/* Closed once unused for the inactive time, and not later. */
+	assert_true(cache_now_seconds() - inserted_at >= 1);
+	assert_true(emptied_at - inserted_at <= 1);
+	assert_null(file_cache_get(cache, first));
+	assert_null(file_cache_get(cache, second));
+	file_cache_free(cache);
+}
+
+static void test_expire_spares_an_entry_used_recently(void **state)
+{
+	struct fixture *fixture = *state;
+	char idle[PATH_MAX], used[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "idle.mp3", idle);
+	track_path(fixture, TRACK_ROOT, "used.mp3", used);
+	write_file(idle, CONTENT);
+	write_file(used, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, 1);
+	int64_t inserted_at = wait_for_next_second();
+	cache_file(fixture, cache, used);
+	cache_file(fixture, cache, idle);
+	wait_until(inserted_at + 1);
+	assert_true(hits(cache, used));
+	file_cache_expire(cache);
+	assert_int_equal(file_cache_stats(cache).entries, 1);
+	assert_true(hits(cache, used));
+	assert_null(file_cache_get(cache, idle));
+	file_cache_free(cache);
+}
+
+static void test_stats_count_hits_and_misses_exactly(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX], other[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	track_path(fixture, TRACK_ROOT, "b.mp3", other);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	struct cache_stats stats = file_cache_stats(cache);
+	assert_int_equal(stats.hits, 0);
+	assert_int_equal(stats.misses, 0);
+	assert_int_equal(stats.evictions, 0);
+	assert_int_equal(stats.entries, 0);
+	assert_null(file_cache_get(cache, path));
+	cache_file(fixture, cache, path);
+	assert_true(hits(cache, path));
+	assert_true(hits(cache, path));
+	assert_true(hits(cache, path));
+	assert_null(file_cache_get(cache, other));
+	stats = file_cache_stats(cache);
+	assert_int_equal(stats.hits, 3);
+	assert_int_equal(stats.misses, 2);
+	assert_int_equal(stats.evictions, 0);
+	assert_int_equal(stats.entries, 1);
+	file_cache_free(cache);
+}
+
+#define FILE_CACHE_TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		FILE_CACHE_TEST(test_get_on_an_empty_cache_misses),
+		FILE_CACHE_TEST(test_insert_then_get_hits_the_same_entry),
+		FILE_CACHE_TEST(test_response_is_that_of_the_file_with_cache_control),
+		FILE_CACHE_TEST(test_response_is_that_of_the_file_without_cache_control),
+		FILE_CACHE_TEST(test_content_type_follows_the_extension),
+		FILE_CACHE_TEST(test_inserted_entry_is_usable_before_any_get),
+		FILE_CACHE_TEST(test_empty_file_is_cached_with_size_zero),
+		FILE_CACHE_TEST(test_file_rewritten_in_place_is_a_miss_on_the_next_get),
+		FILE_CACHE_TEST(test_same_size_rewrite_with_another_mtime_second_is_a_miss),
+		FILE_CACHE_TEST(test_same_size_rewrite_with_an_mtime_a_nanosecond_on_is_a_miss),
+		FILE_CACHE_TEST(test_size_change_is_a_miss_even_with_the_mtime_put_back),
+		FILE_CACHE_TEST(test_file_replaced_by_rename_is_kept_until_the_path_is_due),
+		FILE_CACHE_TEST(test_file_replaced_by_rename_is_a_miss_when_checked_every_time),
+		FILE_CACHE_TEST(test_lookalike_replacement_is_a_miss_when_checked),
+		FILE_CACHE_TEST(test_file_replaced_by_rename_is_a_miss_once_the_interval_passes),
+		FILE_CACHE_TEST(test_path_is_checked_at_most_once_per_interval),
+		FILE_CACHE_TEST(test_deleted_file_is_a_miss_when_checked_every_time),
+		FILE_CACHE_TEST(test_deleted_file_is_kept_until_the_path_is_due),
+		FILE_CACHE_TEST(test_disabled_cache_gives_a_private_entry_and_never_hits),
+		FILE_CACHE_TEST(test_insert_of_a_cached_path_replaces_its_entry),
+		FILE_CACHE_TEST(test_entries_are_bounded_and_the_newest_is_kept),
+		FILE_CACHE_TEST(test_full_shard_evicts_its_least_recently_used_entry),
+		FILE_CACHE_TEST(test_entry_borrowed_while_evicted_stays_usable_until_released),
+		FILE_CACHE_TEST(test_entry_borrowed_by_get_while_evicted_stays_usable),
+		FILE_CACHE_TEST(test_segment_queued_in_a_buffer_outlives_the_entry),
+		FILE_CACHE_TEST(test_expire_keeps_entries_used_within_the_inactive_time),
+		FILE_CACHE_TEST(test_expire_closes_entries_unused_for_the_inactive_time),
+		FILE_CACHE_TEST(test_expire_spares_an_entry_used_recently),
+		FILE_CACHE_TEST(test_stats_count_hits_and_misses_exactly),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
