@@ -586,6 +586,51 @@ static void test_evict_elsewhere_passes_over_a_shard_locked_by_another_thread(vo
 	lru_shards_destroy(shards, SHARD_COUNT, release_item);
 }
 
+/* One thread taking slots from its own shard until the cache is full. */
+struct taker {
+	struct lru_shard *shard;
+	pthread_barrier_t *start;
+	size_t taken;
+};
+
+static void *take_until_full(void *argument)
+{
+	struct taker *taker = argument;
+	pthread_barrier_wait(taker->start);
+	while (lru_shard_take_slot(taker->shard))
+		taker->taken++;
+	return NULL;
+}
+
+static void test_shards_taking_slots_at_once_never_pass_the_bound(void **state)
+{
+	(void)state;
+	enum { SHARDS = 8, MAX = 100000, ROUNDS = 20 };
+	for (int round = 0; round < ROUNDS; round++) {
+		struct lru_shard shards[SHARDS];
+		_Atomic size_t entries;
+		assert_int_equal(lru_shards_init(shards, SHARDS, MAX, &entries), 0);
+		pthread_barrier_t start;
+		pthread_barrier_init(&start, NULL, SHARDS);
+		struct taker takers[SHARDS];
+		pthread_t threads[SHARDS];
+		for (size_t i = 0; i < SHARDS; i++) {
+			takers[i] = (struct taker){.shard = &shards[i], .start = &start};
+			assert_int_equal(
+				pthread_create(&threads[i], NULL, take_until_full, &takers[i]), 0);
+		}
+		size_t total = 0;
+		for (size_t i = 0; i < SHARDS; i++) {
+			assert_int_equal(pthread_join(threads[i], NULL), 0);
+			total += takers[i].taken;
+		}
+		pthread_barrier_destroy(&start);
+		assert_int_equal(total, MAX);
+		assert_int_equal(entries, MAX);
+		lru_shards_destroy(shards, SHARDS, release_item);
+	}
+}
+
 static void test_stats_are_summed_over_the_shards(void **state)
 {
 	(void)state;
@@ -686,6 +731,7 @@ int main(void)
 		cmocka_unit_test(test_evict_elsewhere_never_takes_from_its_own_shard),
 		cmocka_unit_test(test_evict_elsewhere_with_every_shard_empty_returns_zero),
 		cmocka_unit_test(test_evict_elsewhere_passes_over_a_shard_locked_by_another_thread),
+		cmocka_unit_test(test_shards_taking_slots_at_once_never_pass_the_bound),
 		cmocka_unit_test(test_stats_are_summed_over_the_shards),
 		cmocka_unit_test(test_destroy_passes_every_entry_to_release),
 		cmocka_unit_test(test_shard_for_is_fixed_per_hash_and_reaches_every_shard),
