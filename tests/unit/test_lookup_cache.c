@@ -5,6 +5,7 @@
  * (against the cache's own clock, seconds of CLOCK_MONOTONIC_COARSE), the
  * bound on entries, and the counters.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -417,6 +418,48 @@ static void test_full_shard_without_hits_evicts_the_oldest_put(void **state)
 	lookup_cache_free(cache);
 }
 
+/* One thread putting its own range of mids. */
+struct putter {
+	struct lookup_cache *cache;
+	pthread_barrier_t *start;
+	unsigned first, count;
+};
+
+static void *put_range(void *argument)
+{
+	struct putter *putter = argument;
+	char mid[25];
+	pthread_barrier_wait(putter->start);
+	for (unsigned i = putter->first; i < putter->first + putter->count; i++) {
+		mid_of(mid, i);
+		lookup_cache_put(putter->cache, mid, "/music/a.mp3");
+	}
+	return NULL;
+}
+
+static void test_puts_from_many_threads_never_pass_the_bound(void **state)
+{
+	(void)state;
+	enum { THREADS = 8, PUTS = 5000, MAX = 50 };
+	struct lookup_cache *cache = new_cache(MAX, TTL, NEGATIVE_TTL);
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, THREADS);
+	struct putter putters[THREADS];
+	pthread_t threads[THREADS];
+	for (unsigned i = 0; i < THREADS; i++) {
+		putters[i] = (struct putter){cache, &start, i * PUTS, PUTS};
+		assert_int_equal(pthread_create(&threads[i], NULL, put_range, &putters[i]), 0);
+	}
+	for (unsigned i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+	pthread_barrier_destroy(&start);
+	/* Every put either holds a slot or was evicted (or, with every shard busy, not kept). */
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_true(stats.entries <= MAX);
+	assert_int_equal(stats.evictions + stats.entries, THREADS * PUTS);
+	lookup_cache_free(cache);
+}
+
 static void test_stats_count_hits_and_misses_exactly(void **state)
 {
 	(void)state;
@@ -469,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_negative_entries_count_against_the_bound),
 		cmocka_unit_test(test_full_shard_evicts_its_least_recently_used_entry),
 		cmocka_unit_test(test_full_shard_without_hits_evicts_the_oldest_put),
+		cmocka_unit_test(test_puts_from_many_threads_never_pass_the_bound),
 		cmocka_unit_test(test_stats_count_hits_and_misses_exactly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
