@@ -37,8 +37,8 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 
 /*
  * Takes over an opened file (file->fd) for path and returns a referenced
- * entry, cached for later requests (the least recently used entry makes
- * room). With the cache disabled the entry is the caller's alone and closed
+ * entry, cached for later requests (in a full cache, the least recently used
+ * entry of its shard, or of another shard, makes room). With the cache disabled the entry is the caller's alone and closed
  * on release. NULL if out of memory (the fd is closed then too).
  */
 struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,

@@ -1,7 +1,8 @@
 /*
  * lookup_cache: mid -> path, shared by every worker, so that a warm request
- * makes no database round trip. Bounded in entries (least recently used
- * evicted first), entries live for a TTL, and "no such document" is
+ * makes no database round trip. Bounded in entries (a full cache evicts the
+ * least recently used entry of the new entry's shard, or of another shard
+ * when that one is empty), entries live for a TTL, and "no such document" is
  * remembered too, for a shorter TTL. Database errors are never cached. Split
  * into independently locked shards so workers do not contend on one lock.
  *
