@@ -21,9 +21,9 @@
 /* nginx's status for a client that closed the connection before the response. */
 #define STATUS_CLIENT_CLOSED 499
 
-static const char *method_name(enum evhttp_cmd_type method)
+const char *exchange_method(const struct exchange *exchange)
 {
-	switch (method) {
+	switch (evhttp_request_get_command(exchange->req)) {
 	case EVHTTP_REQ_GET:
 		return "GET";
 	case EVHTTP_REQ_HEAD:
@@ -71,7 +71,7 @@ static void log_access(struct exchange *exchange, int status, uint64_t body_byte
 					     peer_address, evhttp_find_header(headers, "X-Forwarded-For"),
 					     forwarded_client, sizeof(forwarded_client)),
 		.time = exchange->started_wall,
-		.method = method_name(evhttp_request_get_command(req)),
+		.method = exchange_method(exchange),
 		.target = evhttp_request_get_uri(req),
 		.http_major = req->major,
 		.http_minor = req->minor,
@@ -82,6 +82,19 @@ static void log_access(struct exchange *exchange, int status, uint64_t body_byte
 		.seconds = seconds_since(&exchange->started),
 	};
 	access_log_write(log, &entry);
+}
+
+/* Stops watching (before responding, or when the awaited work is done). */
+static void stop_waiting(struct exchange *exchange)
+{
+	if (exchange->client_gone != NULL) {
+		event_free(exchange->client_gone);
+		exchange->client_gone = NULL;
+	}
+	if (exchange->deadline != NULL) {
+		event_free(exchange->deadline);
+		exchange->deadline = NULL;
+	}
 }
 
 static struct bufferevent *connection_bufferevent(struct exchange *exchange)
@@ -102,7 +115,7 @@ static void on_complete(struct evhttp_request *req, void *arg)
 	if (exchange->close_after)
 		shutdown(bufferevent_getfd(bev), SHUT_RDWR);
 	evhttp_connection_set_closecb(exchange->connection, NULL, NULL);
-	exchange_stop_waiting(exchange);
+	stop_waiting(exchange);
 	exchange->req = NULL;
 	exchange->connection = NULL;
 	exchange_release(exchange);
@@ -120,7 +133,7 @@ static void on_connection_close(struct evhttp_connection *connection, void *arg)
 		sent = exchange->body_length > unsent ? exchange->body_length - unsent : 0;
 	}
 	log_access(exchange, status, sent);
-	exchange_stop_waiting(exchange);
+	stop_waiting(exchange);
 
 	/* evhttp detaches a request it has not seen answered; then it is ours to free. */
 	if (exchange->req != NULL && evhttp_request_get_connection(exchange->req) == NULL)
@@ -148,7 +161,8 @@ struct exchange *exchange_begin(struct worker *worker, struct evhttp_request *re
 	return exchange;
 }
 
-int exchange_can_respond(const struct exchange *exchange)
+/* True while a response may still be sent: the client is there and nothing was sent yet. */
+static int can_respond(const struct exchange *exchange)
 {
 	return exchange->req != NULL && exchange->status == 0;
 }
@@ -163,7 +177,7 @@ static void on_client_gone(evutil_socket_t fd, short what, void *arg)
 	struct exchange *exchange = arg;
 	(void)fd;
 	(void)what;
-	exchange_stop_waiting(exchange);
+	stop_waiting(exchange);
 	if (exchange->connection != NULL) {
 		log_debug("client left while its request was pending; closing the connection");
 		/* Runs on_connection_close, which drops the request side. */
@@ -176,13 +190,19 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 	struct exchange *exchange = arg;
 	(void)fd;
 	(void)what;
-	exchange_stop_waiting(exchange);
-	if (exchange_can_respond(exchange) && exchange->on_deadline != NULL)
+	stop_waiting(exchange);
+	if (can_respond(exchange) && exchange->on_deadline != NULL)
 		exchange->on_deadline(exchange);
 }
 
-int exchange_wait(struct exchange *exchange, unsigned timeout_ms,
-		  void (*on_deadline_cb)(struct exchange *exchange))
+/*
+ * Waits for something that will respond later: watches for the client
+ * leaving (then the connection is closed and the request dropped) and calls
+ * on_deadline_cb after timeout_ms if no response was started. Takes a
+ * reference for the pending work. Returns -1 on failure.
+ */
+static int wait_for_answer(struct exchange *exchange, unsigned timeout_ms,
+			   void (*on_deadline_cb)(struct exchange *exchange))
 {
 	struct event_base *base = exchange->worker->base;
 	evutil_socket_t fd = bufferevent_getfd(connection_bufferevent(exchange));
@@ -195,10 +215,10 @@ int exchange_wait(struct exchange *exchange, unsigned timeout_ms,
 	if (exchange->client_gone == NULL || exchange->deadline == NULL ||
 	    event_add(exchange->client_gone, NULL) < 0 ||
 	    evtimer_add(exchange->deadline, &timeout) < 0) {
-		exchange_stop_waiting(exchange);
+		stop_waiting(exchange);
 		return -1;
 	}
-	exchange_hold(exchange);
+	exchange->refs++; /* for the pending work */
 	return 0;
 }
 
@@ -209,8 +229,8 @@ int exchange_wait(struct exchange *exchange, unsigned timeout_ms,
 static void on_lookup_done(struct lookup_job *job)
 {
 	struct exchange *exchange = exchange_of_job(job);
-	if (exchange_can_respond(exchange)) {
-		exchange_stop_waiting(exchange);
+	if (can_respond(exchange)) {
+		stop_waiting(exchange);
 		exchange->on_lookup_result(exchange);
 	}
 	exchange_release(exchange);
@@ -230,26 +250,14 @@ int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char
 	job->on_done = on_lookup_done;
 	exchange->on_lookup_result = on_result;
 
-	if (exchange_wait(exchange, timeout_ms, on_deadline_cb) < 0)
+	if (wait_for_answer(exchange, timeout_ms, on_deadline_cb) < 0)
 		return -1;
 	if (lookup_submit(service->lookups, job) < 0) {
-		exchange_stop_waiting(exchange);
-		exchange_release(exchange); /* the reference exchange_wait took for the lookup */
+		stop_waiting(exchange);
+		exchange_release(exchange); /* the reference wait_for_answer took for the lookup */
 		return -1;
 	}
 	return 0;
-}
-
-void exchange_stop_waiting(struct exchange *exchange)
-{
-	if (exchange->client_gone != NULL) {
-		event_free(exchange->client_gone);
-		exchange->client_gone = NULL;
-	}
-	if (exchange->deadline != NULL) {
-		event_free(exchange->deadline);
-		exchange->deadline = NULL;
-	}
 }
 
 void exchange_close_after_response(struct exchange *exchange)
@@ -270,16 +278,11 @@ void exchange_body_started(struct exchange *exchange)
 				 &exchange->worker->send_timeout);
 }
 
-void exchange_hold(struct exchange *exchange)
-{
-	exchange->refs++;
-}
-
 void exchange_release(struct exchange *exchange)
 {
 	if (--exchange->refs > 0)
 		return;
-	exchange_stop_waiting(exchange);
+	stop_waiting(exchange);
 	free(exchange->job.path);
 	struct worker *worker = exchange->worker;
 	free(exchange);

@@ -48,23 +48,11 @@ struct exchange {
  */
 struct exchange *exchange_begin(struct worker *worker, struct evhttp_request *req);
 
-/* True while a response may still be sent: the client is there and nothing was sent yet. */
-int exchange_can_respond(const struct exchange *exchange);
-
 /* HEAD request? Its response carries headers only. */
 int exchange_is_head(const struct exchange *exchange);
 
-/*
- * Waits for something that will respond later: watches for the client
- * leaving (then the connection is closed and the request dropped) and calls
- * on_deadline after timeout_ms if no response was started. Takes a reference
- * for the pending work, released by exchange_release. Returns -1 on failure.
- */
-int exchange_wait(struct exchange *exchange, unsigned timeout_ms,
-		  void (*on_deadline)(struct exchange *exchange));
-
-/* Stops watching (before responding, or when the awaited work is done). */
-void exchange_stop_waiting(struct exchange *exchange);
+/* The request's method as it is written ("GET", "HEAD" ...). */
+const char *exchange_method(const struct exchange *exchange);
 
 /*
  * Looks mid up (kind LOOKUP_PROBE ignores it) in the lookup pool, within the
@@ -89,7 +77,7 @@ void exchange_responding(struct exchange *exchange, int status, uint64_t body_le
 /* Arms the send timeout for a long body (and disarms the idle read timeout, libevent #715). */
 void exchange_body_started(struct exchange *exchange);
 
-void exchange_hold(struct exchange *exchange);
+/* Drops a reference; the last one frees the exchange. */
 void exchange_release(struct exchange *exchange);
 
 #endif

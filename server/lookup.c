@@ -51,7 +51,8 @@ struct timespec lookup_deadline_after(unsigned milliseconds)
 	return t;
 }
 
-long lookup_ms_until(const struct timespec *deadline)
+/* Milliseconds from now to deadline (negative when passed). */
+static long lookup_ms_until(const struct timespec *deadline)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -300,14 +301,6 @@ int lookup_submit(struct lookup_pool *pool, struct lookup_job *job)
 	}
 	pthread_mutex_unlock(&pool->lock);
 	return accepted ? 0 : -1;
-}
-
-unsigned lookup_pending(struct lookup_pool *pool)
-{
-	pthread_mutex_lock(&pool->lock);
-	unsigned pending = pool->queued + pool->running;
-	pthread_mutex_unlock(&pool->lock);
-	return pending;
 }
 
 /* Answers every queued job as UNAVAILABLE, so its owner can release it. */

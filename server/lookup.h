@@ -54,16 +54,11 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 /* Queues a job; -1 when the queue is full or the pool is stopping (answer 503 at once). */
 int lookup_submit(struct lookup_pool *pool, struct lookup_job *job);
 
-/* Jobs queued or running right now. */
-unsigned lookup_pending(struct lookup_pool *pool);
-
 /* Finishes queued jobs as UNAVAILABLE, joins the threads, frees the pool. */
 void lookup_pool_stop(struct lookup_pool *pool);
 
 const char *lookup_status_describe(enum lookup_status status);
 
-/* Milliseconds from now to deadline (negative when passed). */
-long lookup_ms_until(const struct timespec *deadline);
 /* now + milliseconds, on CLOCK_MONOTONIC. */
 struct timespec lookup_deadline_after(unsigned milliseconds);
 

@@ -10,9 +10,7 @@
  */
 #include "track.h"
 
-#include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "file_cache.h"
 #include "lookup_cache.h"

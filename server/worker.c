@@ -41,12 +41,11 @@ static void on_request(struct evhttp_request *req, void *arg)
 		evhttp_connection_free(evhttp_request_get_connection(req));
 		return;
 	}
-	enum evhttp_cmd_type method = evhttp_request_get_command(req);
-	if (worker->draining || method == EVHTTP_REQ_CONNECT)
+	if (worker->draining || evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT)
 		exchange_close_after_response(exchange);
 
 	struct route route = route_parse(evhttp_request_get_uri(req));
-	int read_only = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;
+	int read_only = route_check_method(exchange_method(exchange)) == ROUTE_METHOD_OK;
 
 	if (route.kind == ROUTE_NOT_FOUND)
 		response_send_error(exchange, 404);
