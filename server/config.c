@@ -62,7 +62,7 @@ static const struct option_spec options[] = {
 	 .help = "document field with the file's absolute path (default path)"},
 	{"media-root", "DIR", LIST(media_roots, media_root_count, CONFIG_MAX_MEDIA_ROOTS),
 	 .help = "directory files may be served from; repeatable, at least one required"},
-	{"workers", "N", NUMBER(workers, 1, 256),
+	{"workers", "N", NUMBER(workers, 1, CONFIG_MAX_WORKERS),
 	 .help = "HTTP worker threads (default: one per CPU)"},
 	{"lookup-threads", "N", NUMBER(lookup_threads, 1, 256),
 	 .help = "database lookup threads (default 8)"},
@@ -98,6 +98,18 @@ static const struct option_spec options[] = {
 	{"trusted-proxy", "CIDR",
 	 LIST(trusted_proxies, trusted_proxy_count, CONFIG_MAX_TRUSTED_PROXIES),
 	 .help = "peer whose X-Forwarded-For names the client in the access log; repeatable"},
+	{"max-connections", "N", NUMBER(max_connections, 1, 10000000),
+	 .help = "connections open at once; beyond it new ones are closed at once (default: what "
+		 "the descriptor limit leaves room for)"},
+	{"max-header-size", "BYTES", NUMBER(max_header_size, 1024, 1048576),
+	 .help = "largest request head accepted; also the most pipelined input kept while responding (default 16384)"},
+	{"header-timeout", "SECONDS", NUMBER(header_timeout, 1, 3600),
+	 .help = "time to send a whole request head before 408 (default 20)"},
+	{"keepalive-timeout", "SECONDS", NUMBER(keepalive_timeout, 1, 3600),
+	 .help = "how long an idle keep-alive connection is kept open (default 60)"},
+	{"send-timeout", "SECONDS", NUMBER(send_timeout, 1, 3600),
+	 .help = "how long a response may make no progress before the connection is closed "
+		 "(default 60)"},
 	{"access-log", "FILE|-|off", STRING_OR_OFF(access_log),
 	 .help = "combined-format access log: a file, - for stdout, or off (default off)"},
 	{"log-level", "LEVEL", .kind = OPTION_LOG_LEVEL,
@@ -160,6 +172,11 @@ void config_init(struct config *config)
 	config->open_file_cache_inactive = 60;
 	config->log_level = LOG_LEVEL_INFO;
 	config->error_cache_control = strdup("no-store");
+	config->max_connections = 0;
+	config->max_header_size = 16384;
+	config->header_timeout = 20;
+	config->keepalive_timeout = 60;
+	config->send_timeout = 60;
 }
 
 static void clear_list(struct config *config, const struct option_spec *option)

@@ -15,6 +15,8 @@
 #define CONFIG_MAX_TRUSTED_PROXIES 64
 #define CONFIG_ERROR_MAX 512
 #define CONFIG_DEFAULT_PORT 23001
+/* One limit for --workers and for the one-per-CPU default (main sizes its arrays by it). */
+#define CONFIG_MAX_WORKERS 256
 
 /* Owned strings are malloc'd and released by config_free. */
 struct config {
@@ -27,7 +29,7 @@ struct config {
 	char *path_field;
 	char *media_roots[CONFIG_MAX_MEDIA_ROOTS]; /* as given; media.c resolves them */
 	size_t media_root_count;
-	unsigned workers;	    /* 0 = one per CPU, settled by main */
+	unsigned workers;	    /* 0 = one per CPU (at most CONFIG_MAX_WORKERS), settled by main */
 	unsigned lookup_threads;
 	unsigned lookup_timeout_ms;
 	char *access_log;	    /* a path, "-" for stdout, or NULL for off */
@@ -49,6 +51,13 @@ struct config {
 	char *trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES]; /* CIDRs whose X-Forwarded-For is believed */
 	size_t trusted_proxy_count;
 	char *error_cache_control; /* Cache-Control of 4xx and 5xx answers; NULL for none */
+
+	/* The connection layer's bounds. */
+	unsigned max_connections;   /* 0 = what the descriptor limit leaves room for, settled by main */
+	unsigned max_header_size;   /* bytes of one request head; also the pipelined input kept */
+	unsigned header_timeout;    /* seconds for a whole request head, from its first byte */
+	unsigned keepalive_timeout; /* seconds an idle keep-alive connection is kept */
+	unsigned send_timeout;	    /* seconds a response may make no progress */
 };
 
 enum config_action { CONFIG_ACTION_RUN, CONFIG_ACTION_HELP, CONFIG_ACTION_VERSION };

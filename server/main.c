@@ -150,7 +150,7 @@ static int serve(const struct config *config, struct service *service, const sig
 		 unsigned long long descriptor_limit)
 {
 	char error[CONFIG_ERROR_MAX];
-	int listen_fds[256];
+	int listen_fds[CONFIG_MAX_WORKERS];
 	struct worker *workers = calloc(config->workers, sizeof(*workers));
 	unsigned started = 0;
 	int status = EXIT_CONFIG;
@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 	}
 	log_set_level(config.log_level);
 	if (config.workers == 0)
-		config.workers = cpu_count();
+		config.workers = cpu_count() < CONFIG_MAX_WORKERS ? cpu_count() : CONFIG_MAX_WORKERS;
 
 	if (media_roots_resolve(&service.media_roots, config.media_roots, config.media_root_count,
 				error, sizeof(error)) < 0) {
