@@ -42,11 +42,48 @@ int log_level_parse(const char *name, enum log_level *out)
 	return -1;
 }
 
+size_t log_escape(char *out, size_t out_size, const char *text)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t used = 0;
+	if (out_size == 0)
+		return 0;
+	for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
+		char escaped[4];
+		size_t length = 2;
+		escaped[0] = '\\';
+		if (*c == '\\')
+			escaped[1] = '\\';
+		else if (*c == '\n')
+			escaped[1] = 'n';
+		else if (*c == '\r')
+			escaped[1] = 'r';
+		else if (*c == '\t')
+			escaped[1] = 't';
+		else if (*c < 0x20 || *c == 0x7f) {
+			escaped[1] = 'x';
+			escaped[2] = hex[*c >> 4];
+			escaped[3] = hex[*c & 0xf];
+			length = 4;
+		} else {
+			escaped[0] = (char)*c;
+			length = 1;
+		}
+		if (used + length >= out_size)
+			break;
+		memcpy(out + used, escaped, length);
+		used += length;
+	}
+	out[used] = '\0';
+	return used;
+}
+
 void log_vmsg(enum log_level level, const char *fmt, va_list args)
 {
 	if (!log_enabled(level))
 		return;
 
+	char message[LOG_LINE_MAX];
 	char line[LOG_LINE_MAX];
 	struct timespec now;
 	struct tm utc;
@@ -56,10 +93,9 @@ void log_vmsg(enum log_level level, const char *fmt, va_list args)
 	int used = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s: ",
 			    utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
 			    utc.tm_sec, now.tv_nsec / 1000000, level_names[level]);
-	int body = vsnprintf(line + used, sizeof(line) - (size_t)used - 1, fmt, args);
-	size_t length = (size_t)used + (body < 0 ? 0 : (size_t)body);
-	if (length > sizeof(line) - 2)
-		length = sizeof(line) - 2;
+	if (vsnprintf(message, sizeof(message), fmt, args) < 0)
+		message[0] = '\0';
+	size_t length = (size_t)used + log_escape(line + used, sizeof(line) - (size_t)used - 1, message);
 	line[length++] = '\n';
 
 	/* A failed diagnostic write has nowhere better to go. */

@@ -1,11 +1,15 @@
 /*
  * log: leveled diagnostics on stderr, one write(2) per line so lines from
- * worker, lookup and libmongoc threads never interleave.
+ * worker, lookup and libmongoc threads never interleave. Messages carry
+ * values from requests and from the database (paths, ids, driver errors):
+ * every message is escaped as a whole before it is written, so no value can
+ * end a line early or forge another one.
  */
 #ifndef MUSICD_LOG_H
 #define MUSICD_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum log_level { LOG_LEVEL_DEBUG, LOG_LEVEL_INFO, LOG_LEVEL_WARN, LOG_LEVEL_ERROR };
 
@@ -15,7 +19,13 @@ void log_set_level(enum log_level level);
 int log_enabled(enum log_level level);
 /* Parses "debug", "info", "warn" or "error" in any case; returns 0, or -1 for anything else. */
 int log_level_parse(const char *name, enum log_level *out);
-/* Writes "<UTC time> <level>: <message>\n" to stderr when the level is enabled. */
+/*
+ * Copies text into out (always NUL-terminated), writing a backslash, control
+ * bytes and DEL as \\, \n, \r, \t or \xHH; other bytes as they are. Stops
+ * before an escape that would not fit. Returns the length written.
+ */
+size_t log_escape(char *out, size_t out_size, const char *text);
+/* Writes "<UTC time> <level>: <escaped message>\n" to stderr when the level is enabled. */
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_vmsg(enum log_level level, const char *fmt, va_list args);
 
