@@ -1,7 +1,8 @@
 # musicd build, test and demo entry points.
 #   make        build build/musicd
-#   make test   install what is missing, build, run every test (unit, fuzz, integration, and
-#               integration again under ASan/UBSan)
+#   make test   install what is missing, build, run every test (the include-graph check, unit,
+#               fuzz, integration, and integration again under ASan/UBSan)
+#   make layers server/'s include graph: no cycle, event2/http_struct.h only in exchange.c
 #   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
 CC       ?= cc
 PKGS     := libevent libevent_pthreads libmongoc-1.0
@@ -71,6 +72,9 @@ ferretdb:
 unit: unit-build
 	@scripts/run-unit-tests $(UNIT_BINS)
 
+layers:
+	@/usr/bin/python3 tests/check_layers.py server
+
 test: deps
 	@$(MAKE) --no-print-directory -s all asan unit-build fuzz-build
 	@scripts/ferretdb build
@@ -88,4 +92,4 @@ bench: deps
 clean:
 	rm -rf build
 
-.PHONY: all asan unit-build unit fuzz-build fuzz deps ferretdb test demo bench clean
+.PHONY: all asan unit-build unit layers fuzz-build fuzz deps ferretdb test demo bench clean

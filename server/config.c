@@ -39,7 +39,20 @@ struct option_spec {
 	unsigned minimum, maximum; /* OPTION_UNSIGNED: the range; OPTION_LIST: maximum = capacity */
 	const char *help;
 	size_t count_offset;	   /* OPTION_LIST: the size_t holding the item count */
+	/*
+	 * The default, as the text a user would write, applied by config_init through
+	 * config_set (so it is parsed and bounded like any other value); NULL for none.
+	 */
+	const char *default_value;
+	/*
+	 * Where the real default is settled later (by main, or from the environment), what
+	 * --help and the documentation say instead of default_value; NULL otherwise.
+	 */
+	const char *default_note;
 };
+
+#define TEXT_OF(x) #x
+#define NUMBER_TEXT(macro) TEXT_OF(macro) /* the digits a numeric macro expands to */
 
 #define FIELD(name) offsetof(struct config, name)
 #define STRING(field) .kind = OPTION_STRING, .offset = FIELD(field)
@@ -48,72 +61,92 @@ struct option_spec {
 #define LIST(items, count, capacity)                                                              \
 	.kind = OPTION_LIST, .offset = FIELD(items), .count_offset = FIELD(count), .maximum = capacity
 
+#define DEFAULT_MONGODB_URI "mongodb://127.0.0.1:27017"
+
+/*
+ * Every setting, in --help order, with its one written default. config/musicd.conf
+ * and README's options table repeat these; tests/integration/test_cli.py checks
+ * that they agree with --help.
+ */
 static const struct option_spec options[] = {
 	{"config", "FILE", .kind = OPTION_FILE_ONLY_ON_COMMAND_LINE, .offset = FIELD(config_file),
 	 .help = "read settings from FILE (name = value lines); flags override it"},
-	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN,
-	 .help = "address and port to serve on (default 127.0.0.1:23001)"},
-	{"mongodb-uri", "URI", STRING(mongodb_uri),
-	 .help = "MongoDB connection string (default $MONGODB_URI, else mongodb://127.0.0.1:27017)"},
-	{"database", "NAME", STRING(database), .help = "database holding the tracks (default musicdb)"},
-	{"collection", "NAME", STRING(collection),
-	 .help = "collection holding the tracks (default tracks)"},
+	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN, .help = "address and port to serve on",
+	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_PORT)},
+	{"mongodb-uri", "URI", STRING(mongodb_uri), .help = "MongoDB connection string",
+	 .default_value = DEFAULT_MONGODB_URI,
+	 .default_note = "$MONGODB_URI, else " DEFAULT_MONGODB_URI},
+	{"database", "NAME", STRING(database), .help = "database holding the tracks",
+	 .default_value = "musicdb"},
+	{"collection", "NAME", STRING(collection), .help = "collection holding the tracks",
+	 .default_value = "tracks"},
 	{"path-field", "NAME", STRING(path_field),
-	 .help = "document field with the file's absolute path (default path)"},
+	 .help = "document field with the file's absolute path", .default_value = "path"},
 	{"media-root", "DIR", LIST(media_roots, media_root_count, CONFIG_MAX_MEDIA_ROOTS),
 	 .help = "directory files may be served from; repeatable, at least one required"},
-	{"workers", "N", NUMBER(workers, 1, CONFIG_MAX_WORKERS),
-	 .help = "HTTP worker threads (default: one per CPU)"},
+	{"workers", "N", NUMBER(workers, 1, CONFIG_MAX_WORKERS), .help = "HTTP worker threads",
+	 .default_note = "one per CPU, at most " NUMBER_TEXT(CONFIG_MAX_WORKERS)},
 	{"lookup-threads", "N", NUMBER(lookup_threads, 1, 256),
-	 .help = "database lookup threads (default 8)"},
+	 .help = "database lookup threads", .default_value = "8"},
 	{"lookup-timeout", "MS", NUMBER(lookup_timeout_ms, 1, 600000),
-	 .help = "deadline for a database lookup before answering 503 (default 2000)"},
+	 .help = "deadline for a database lookup before answering 503", .default_value = "2000"},
 	{"max-pending-lookups", "N", NUMBER(max_pending_lookups, 1, 1000000),
-	 .help = "lookups queued or running before new ones get 503 at once (default 1024)"},
+	 .help = "lookups queued or running before new ones get 503 at once",
+	 .default_value = "1024"},
 	{"lookup-cache-entries", "N", NUMBER(lookup_cache_entries, 0, 100000000),
-	 .help = "ids whose paths are remembered; 0 disables the lookup cache (default 10000)"},
+	 .help = "ids whose paths are remembered; 0 disables the lookup cache",
+	 .default_value = "10000"},
 	{"lookup-cache-ttl", "SECONDS", NUMBER(lookup_cache_ttl, 0, 86400),
-	 .help = "how long a found path is reused without asking the database (default 30)"},
+	 .help = "how long a found path is reused without asking the database",
+	 .default_value = "30"},
 	{"lookup-cache-negative-ttl", "SECONDS", NUMBER(lookup_cache_negative_ttl, 0, 86400),
-	 .help = "how long \"no such document\" is remembered (default 5)"},
+	 .help = "how long \"no such document\" is remembered", .default_value = "5"},
 	{"open-file-cache-entries", "N", NUMBER(open_file_cache_entries, 0, 1000000),
-	 .help = "files kept open between requests; 0 disables the cache (default 1000)"},
+	 .help = "files kept open between requests; 0 disables the cache",
+	 .default_value = "1000"},
 	{"open-file-cache-valid", "SECONDS", NUMBER(open_file_cache_valid, 0, 86400),
-	 .help = "how often a cached file is checked against the disk (default 5)"},
+	 .help = "how often a cached file is checked against the disk", .default_value = "5"},
 	{"open-file-cache-inactive", "SECONDS", NUMBER(open_file_cache_inactive, 1, 86400),
-	 .help = "how long an unused cached file stays open (default 60)"},
+	 .help = "how long an unused cached file stays open", .default_value = "60"},
 	{"cache-control", "VALUE|off", STRING_OR_OFF(cache_control),
-	 .help = "Cache-Control of 200, 206 and 304 answers (default \"public, max-age=86400\")"},
+	 .help = "Cache-Control of 200, 206 and 304 answers",
+	 .default_value = "public, max-age=86400"},
 	{"error-cache-control", "VALUE|off", STRING_OR_OFF(error_cache_control),
-	 .help = "Cache-Control of error answers, so caches do not keep an outage (default "
-		 "no-store)"},
+	 .help = "Cache-Control of error answers, so caches do not keep an outage",
+	 .default_value = "no-store"},
 	{"max-ranges", "N", NUMBER(max_ranges, 1, RANGE_MAX_PARTS_LIMIT),
-	 .help = "ranges one request may ask for before it gets the whole file (default 16)"},
+	 .help = "ranges one request may ask for before it gets the whole file",
+	 .default_value = NUMBER_TEXT(RANGE_DEFAULT_MAX_PARTS)},
 	{"x-accel-redirect", "PREFIX",
 	 LIST(x_accel_redirects, x_accel_redirect_count, CONFIG_MAX_MEDIA_ROOTS),
 	 .help = "offload to nginx: answer X-Accel-Redirect: PREFIX<path in root>; one per media "
 		 "root, in the same order"},
 	{"x-sendfile", "[on|off]", .kind = OPTION_SWITCH, .offset = FIELD(x_sendfile),
-	 .help = "offload to Apache/lighttpd: answer X-Sendfile: <absolute path>"},
+	 .help = "offload to Apache/lighttpd: answer X-Sendfile: <absolute path>",
+	 .default_value = "off"},
 	{"trusted-proxy", "CIDR",
 	 LIST(trusted_proxies, trusted_proxy_count, CONFIG_MAX_TRUSTED_PROXIES),
 	 .help = "peer whose X-Forwarded-For names the client in the access log; repeatable"},
-	{"max-connections", "N", NUMBER(max_connections, 1, 10000000),
-	 .help = "connections open at once; beyond it new ones are closed at once (default: what "
-		 "the descriptor limit leaves room for)"},
-	{"max-header-size", "BYTES", NUMBER(max_header_size, 1024, 1048576),
-	 .help = "largest request head accepted; also the most pipelined input kept while responding (default 16384)"},
-	{"header-timeout", "SECONDS", NUMBER(header_timeout, 1, 3600),
-	 .help = "time to send a whole request head before 408 (default 20)"},
-	{"keepalive-timeout", "SECONDS", NUMBER(keepalive_timeout, 1, 3600),
-	 .help = "how long an idle keep-alive connection is kept open (default 60)"},
-	{"send-timeout", "SECONDS", NUMBER(send_timeout, 1, 3600),
-	 .help = "how long a response may make no progress before the connection is closed "
-		 "(default 60)"},
+	{"max-connections", "N", NUMBER(max_connections, 1, CONFIG_MAX_CONNECTIONS),
+	 .help = "connections open at once; beyond it new ones are closed at once",
+	 .default_note = "what the descriptor limit leaves room for"},
+	{"max-header-size", "BYTES",
+	 NUMBER(max_header_size, CONFIG_MAX_HEADER_SIZE_MIN, CONFIG_MAX_HEADER_SIZE_MAX),
+	 .help = "largest request head accepted; also the most pipelined input kept while "
+		 "responding",
+	 .default_value = "16384"},
+	{"header-timeout", "SECONDS", NUMBER(header_timeout, 1, CONFIG_MAX_TIMEOUT),
+	 .help = "time to send a whole request head before 408", .default_value = "20"},
+	{"keepalive-timeout", "SECONDS", NUMBER(keepalive_timeout, 1, CONFIG_MAX_TIMEOUT),
+	 .help = "how long an idle keep-alive connection is kept open", .default_value = "60"},
+	{"send-timeout", "SECONDS", NUMBER(send_timeout, 1, CONFIG_MAX_TIMEOUT),
+	 .help = "how long a response may make no progress before the connection is closed",
+	 .default_value = "60"},
 	{"access-log", "FILE|-|off", STRING_OR_OFF(access_log),
-	 .help = "combined-format access log: a file, - for stdout, or off (default off)"},
-	{"log-level", "LEVEL", .kind = OPTION_LOG_LEVEL,
-	 .help = "debug, info, warn or error (default info)"},
+	 .help = "combined-format access log: a file, - for stdout, or off",
+	 .default_value = "off"},
+	{"log-level", "LEVEL", .kind = OPTION_LOG_LEVEL, .help = "debug, info, warn or error",
+	 .default_value = "info"},
 };
 
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
@@ -148,35 +181,25 @@ static int replace_string(char **field, const char *value)
 	return 0;
 }
 
+/*
+ * A default the table gives but config_set refuses is a mistake in the table
+ * (test_config applies every one), and a failed strdup of a short default
+ * leaves nothing to start with: either way there is no configuration to run.
+ */
 void config_init(struct config *config)
 {
 	memset(config, 0, sizeof(*config));
-	config->listen_host = strdup("127.0.0.1");
-	config->listen_port = CONFIG_DEFAULT_PORT;
-	config->mongodb_uri = strdup("mongodb://127.0.0.1:27017");
-	config->database = strdup("musicdb");
-	config->collection = strdup("tracks");
-	config->path_field = strdup("path");
-	config->workers = 0;
-	config->lookup_threads = 8;
-	config->lookup_timeout_ms = 2000;
-	config->access_log = NULL;
-	config->cache_control = strdup("public, max-age=86400");
-	config->max_ranges = RANGE_DEFAULT_MAX_PARTS;
-	config->max_pending_lookups = 1024;
-	config->lookup_cache_entries = 10000;
-	config->lookup_cache_ttl = 30;
-	config->lookup_cache_negative_ttl = 5;
-	config->open_file_cache_entries = 1000;
-	config->open_file_cache_valid = 5;
-	config->open_file_cache_inactive = 60;
-	config->log_level = LOG_LEVEL_INFO;
-	config->error_cache_control = strdup("no-store");
-	config->max_connections = 0;
-	config->max_header_size = 16384;
-	config->header_timeout = 20;
-	config->keepalive_timeout = 60;
-	config->send_timeout = 60;
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		if (options[i].default_value == NULL)
+			continue;
+		char error[CONFIG_ERROR_MAX];
+		if (config_set(config, options[i].name, options[i].default_value, error,
+			       sizeof(error)) < 0) {
+			fprintf(stderr, "musicd: built-in default of %s: %s\n", options[i].name,
+				error);
+			abort();
+		}
+	}
 }
 
 static void clear_list(struct config *config, const struct option_spec *option)
@@ -512,6 +535,33 @@ static int apply_flag(struct config *config, const struct flag *flag, char *erro
 	return 0;
 }
 
+/*
+ * A setting musicd writes into response heads: a CR or LF would end the header
+ * early (and let the value forge others), and a value longer than a head has
+ * room for could only be cut. The value itself is not echoed: it may hold them.
+ */
+static int check_header_value(const char *setting, const char *value, char *error,
+			      size_t error_size)
+{
+	size_t length = strlen(value);
+	if (length > CONFIG_HEADER_VALUE_MAX) {
+		set_error(error, error_size, "%s: %zu bytes long; a header value may be at most %d",
+			  setting, length, CONFIG_HEADER_VALUE_MAX);
+		return -1;
+	}
+	for (size_t i = 0; i < length; i++) {
+		unsigned char c = (unsigned char)value[i];
+		if ((c < 0x20 && c != '\t') || c == 0x7f) {
+			set_error(error, error_size,
+				  "%s: control character 0x%02x at byte %zu; a header value may not "
+				  "hold one",
+				  setting, c, i + 1);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int config_validate(const struct config *config, char *error, size_t error_size)
 {
 	if (config->media_root_count == 0) {
@@ -529,6 +579,9 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 		return -1;
 	}
 	for (size_t i = 0; i < config->x_accel_redirect_count; i++) {
+		if (check_header_value("x-accel-redirect", config->x_accel_redirects[i], error,
+				       error_size) < 0)
+			return -1;
 		if (config->x_accel_redirects[i][0] != '/') {
 			set_error(error, error_size, "x-accel-redirect: '%s' must start with /",
 				  config->x_accel_redirects[i]);
@@ -548,6 +601,13 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 			return -1;
 		}
 	}
+	if (config->cache_control != NULL &&
+	    check_header_value("cache-control", config->cache_control, error, error_size) < 0)
+		return -1;
+	if (config->error_cache_control != NULL &&
+	    check_header_value("error-cache-control", config->error_cache_control, error,
+			       error_size) < 0)
+		return -1;
 	return 0;
 }
 
@@ -610,9 +670,16 @@ void config_print_usage(const char *program)
 	       "MongoDB and streams the file at its path with sendfile(2).\n\nOptions:\n",
 	       program);
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		const struct option_spec *option = &options[i];
 		char left[80];
-		snprintf(left, sizeof(left), "--%s %s", options[i].name, options[i].value_name);
-		printf("  %-36s %s\n", left, options[i].help);
+		snprintf(left, sizeof(left), "--%s %s", option->name, option->value_name);
+		/* "(default X)" is a value as written; "(default: ...)" describes one settled later. */
+		if (option->default_note != NULL)
+			printf("  %-36s %s (default: %s)\n", left, option->help, option->default_note);
+		else if (option->default_value != NULL)
+			printf("  %-36s %s (default %s)\n", left, option->help, option->default_value);
+		else
+			printf("  %-36s %s\n", left, option->help);
 	}
 	printf("  %-36s %s\n", "--help", "show this help and exit");
 	printf("  %-36s %s\n", "--version", "print the version and exit");

@@ -17,6 +17,18 @@
 #define CONFIG_DEFAULT_PORT 23001
 /* One limit for --workers and for the one-per-CPU default (main sizes its arrays by it). */
 #define CONFIG_MAX_WORKERS 256
+#define CONFIG_MAX_CONNECTIONS 10000000
+/* --max-header-size: below the minimum an ordinary browser request does not fit. */
+#define CONFIG_MAX_HEADER_SIZE_MIN 1024
+#define CONFIG_MAX_HEADER_SIZE_MAX (1024 * 1024)
+/* The longest --header-timeout, --keepalive-timeout and --send-timeout, in seconds. */
+#define CONFIG_MAX_TIMEOUT 3600
+/*
+ * The longest value config_validate lets into a response header (--cache-control,
+ * --error-cache-control, an --x-accel-redirect prefix), so a head built from the
+ * settings always fits; such values may not hold control characters either.
+ */
+#define CONFIG_HEADER_VALUE_MAX 1024
 
 /* Owned strings are malloc'd and released by config_free. */
 struct config {
@@ -62,7 +74,10 @@ struct config {
 
 enum config_action { CONFIG_ACTION_RUN, CONFIG_ACTION_HELP, CONFIG_ACTION_VERSION };
 
-/* Fills every field with its default. */
+/*
+ * Fills every field with its default from the option table (through config_set);
+ * fields whose default main settles later (workers, max-connections) are 0.
+ */
 void config_init(struct config *config);
 /* Releases the owned strings; the struct may be re-initialised after. */
 void config_free(struct config *config);
@@ -81,7 +96,11 @@ int config_parse_text(struct config *config, const char *text, const char *sourc
 /* Splits "host:port", "[v6]:port" or ":port" (any address); returns 0 or -1. */
 int config_parse_listen(const char *text, char *host, size_t host_size, uint16_t *port);
 
-/* Checks the settings against each other (media roots, offload, proxies); -1 with a message. */
+/*
+ * Checks the settings against each other (media roots, offload, proxies) and every
+ * value bound for a response header (no control characters, at most
+ * CONFIG_HEADER_VALUE_MAX bytes); -1 with a message.
+ */
 int config_validate(const struct config *config, char *error, size_t error_size);
 
 /*
@@ -92,7 +111,7 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
 		enum config_action *action, char *error, size_t error_size);
 
-/* The --help text. */
+/* The --help text: every option with its default from the option table. */
 void config_print_usage(const char *program);
 
 #endif

@@ -1,23 +1,44 @@
 """Command line and configuration file: --help, --version, start-up errors (exit status 2,
 one message naming the problem, nothing served) and where settings come from."""
 
+import dataclasses
+import re
 import socket
+import subprocess
 
 import pytest
 import requests
 
 from assertions import assert_file_response
+from musicd_process import MusicdFactory, musicd_env, require_binary
 from support import REPO, free_port, port_accepts, scaled
 
 TIMEOUT = scaled(10)
 OPTIONS = ["--config", "--listen", "--mongodb-uri", "--database", "--collection", "--path-field",
            "--media-root", "--workers", "--lookup-threads", "--lookup-timeout", "--access-log",
-           "--log-level", "--version", "--help"]
+           "--log-level", "--max-connections", "--max-header-size", "--header-timeout",
+           "--keepalive-timeout", "--send-timeout", "--version", "--help"]
 
 
 def valid_args(mongo, db, library, port):
     return ["--listen", f"127.0.0.1:{port}", "--mongodb-uri", mongo.uri, "--database", db.name,
             "--media-root", library.root, "--access-log", "off"]
+
+
+@pytest.fixture
+def offline_musicd(tmp_path):
+    """musicd.run without a database: for runs that must stop before connecting to one."""
+    factory = MusicdFactory(tmp_path, None, None, None)
+    yield factory
+    problems = factory.teardown()
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+def offline_args(tmp_path, port):
+    """Valid settings but for a database that nothing answers on (never reached)."""
+    return ["--listen", f"127.0.0.1:{port}", "--mongodb-uri", "mongodb://127.0.0.1:1/",
+            "--media-root", tmp_path, "--access-log", "off"]
 
 
 def assert_startup_error(result, *names, port=None):
@@ -186,3 +207,237 @@ def test_mongodb_uri_flag_overrides_the_environment(musicd, library):
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(env={"MONGODB_URI": "mongodb://127.0.0.1:1/"})
     assert_file_response(requests.get(server.url + track.url_path, timeout=TIMEOUT), track.path)
+
+
+# -- Header values: refused at start-up, so a head built from them is never cut or forged -----
+
+@pytest.mark.parametrize("option,value,byte", [
+    ("--cache-control", "public\r\nX-Forged: 1", "0x0d"),
+    ("--cache-control", "public\nX-Forged: 1", "0x0a"),
+    ("--error-cache-control", "no-store\r\nX-Forged: 1", "0x0d"),
+    ("--error-cache-control", "no-store\nX-Forged: 1", "0x0a"),
+])
+def test_header_value_with_cr_or_lf_exits_2_naming_it(offline_musicd, tmp_path, option, value,
+                                                      byte):
+    port = free_port()
+    result = offline_musicd.run(offline_args(tmp_path, port) + [option, value])
+    assert_startup_error(result, option.lstrip("-"), byte, "control character", port=port)
+
+
+@pytest.mark.parametrize("option", ["--cache-control", "--error-cache-control"])
+def test_header_value_longer_than_1024_bytes_exits_2_naming_it(offline_musicd, tmp_path, option):
+    port = free_port()
+    result = offline_musicd.run(offline_args(tmp_path, port) + [option, "max-age=0, " + "x" * 1014])
+    assert_startup_error(result, option.lstrip("-"), "1025 bytes", "1024", port=port)
+
+
+def test_header_value_with_a_cr_in_the_config_file_exits_2_naming_it(offline_musicd, tmp_path):
+    port = free_port()
+    conf = tmp_path / "musicd.conf"
+    conf.write_bytes(b"error-cache-control = no-store\rX-Forged: 1\n")
+    result = offline_musicd.run(offline_args(tmp_path, port) + ["--config", conf])
+    assert_startup_error(result, "error-cache-control", "0x0d", port=port)
+
+
+@pytest.mark.parametrize("option,value", [
+    ("--max-header-size", "1023"), ("--max-header-size", "1048577"),
+    ("--header-timeout", "0"), ("--keepalive-timeout", "3601"), ("--send-timeout", "soon"),
+    ("--max-connections", "0"),
+])
+def test_connection_option_out_of_bounds_exits_2_naming_it(offline_musicd, tmp_path, option,
+                                                           value):
+    port = free_port()
+    result = offline_musicd.run(offline_args(tmp_path, port) + [option, value])
+    assert_startup_error(result, option.lstrip("-"), value, port=port)
+
+
+# -- --help, config/musicd.conf and README's options table say the same -----------------------
+#
+# The option table in server/config.c is the one place a default is written; --help prints it
+# as "(default VALUE)" (the value as a user would write it) or "(default: NOTE)" (a default
+# settled at start-up, described). config/musicd.conf shows every file setting exactly once:
+# "name = VALUE" when it has a fixed default (VALUE is that default), "#name = example" when it
+# has none or a described one. README's options table has a row per option whose default
+# column, backticks aside, is VALUE or NOTE, and empty when there is none.
+
+COMMAND_LINE_ONLY = {"config", "help", "version"}  # never in a config file
+CONF_SETTING = re.compile(r"^(#?)([a-z][a-z0-9-]*)\s*=\s*(.*?)\s*$")
+HELP_LINE = re.compile(r"^  --(?P<name>[a-z][a-z0-9-]*)(?: (?P<value>\S+))?\s+(?P<help>.*)$")
+HELP_DEFAULT = re.compile(r" \(default(?P<note>:?) (?P<default>.*)\)$")
+
+
+@dataclasses.dataclass
+class HelpOption:
+    usage: str      # "--name VALUE" as --help shows it
+    default: str    # "" when there is none
+    fixed: bool     # a value as written (musicd.conf shows it as an active line)
+
+
+def parse_help(text):
+    options = {}
+    for line in text.splitlines():
+        match = HELP_LINE.match(line)
+        if not match:
+            continue
+        usage = "--" + match["name"] + (" " + match["value"] if match["value"] else "")
+        default = HELP_DEFAULT.search(match["help"])
+        options[match["name"]] = HelpOption(
+            usage, default["default"] if default else "", bool(default and not default["note"]))
+    return options
+
+
+def parse_conf(text):
+    """{name: [(line number, commented, value)]} for every `name = value` or `#name = value`
+    line (prose comments start with "# ")."""
+    settings = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        match = CONF_SETTING.match(line)
+        if match:
+            settings.setdefault(match[2], []).append((number, match[1] == "#", match[3]))
+    return settings
+
+
+def parse_readme_options(text):
+    """{name: (usage, default)} from the table under "## Options"; a row naming several
+    options gives each an empty usage and default."""
+    section = text.split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if not line.startswith("| `--"):
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        names = re.findall(r"`--([a-z][a-z0-9-]*)", cells[0])
+        for name in names:
+            usage = cells[0].strip("`") if len(names) == 1 else ""
+            rows[name] = (usage, cells[1].replace("`", ""))
+    return rows
+
+
+def disagreements(help_text, conf_text, readme_text):
+    """Every way config/musicd.conf or README's options table differs from --help."""
+    found = []
+    options = parse_help(help_text)
+    conf = parse_conf(conf_text)
+    readme = parse_readme_options(readme_text)
+    if len(options) < 20:
+        found.append(f"--help lists only {len(options)} options: is its format still parsed?")
+    for name, option in options.items():
+        if name not in readme:
+            found.append(f"README: no row for --{name}")
+        else:
+            usage, default = readme[name]
+            if usage and usage != option.usage:
+                found.append(f"README: row `{usage}`, --help says `{option.usage}`")
+            if default != option.default:
+                found.append(f"README: --{name} default {default!r}, --help says "
+                             f"{option.default!r}")
+        lines = conf.get(name, [])
+        if name in COMMAND_LINE_ONLY:
+            if lines:
+                found.append(f"musicd.conf:{lines[0][0]}: {name} only works on the command line")
+            continue
+        if len(lines) != 1:
+            found.append(f"musicd.conf: {name} appears {len(lines)} times, not once")
+            continue
+        number, commented, value = lines[0]
+        if option.fixed and commented:
+            found.append(f"musicd.conf:{number}: {name} has the fixed default "
+                         f"{option.default!r}: write it as an active line")
+        elif option.fixed and value != option.default:
+            found.append(f"musicd.conf:{number}: {name} = {value!r}, --help says the default "
+                         f"is {option.default!r}")
+        elif not option.fixed and not commented:
+            found.append(f"musicd.conf:{number}: {name} has no fixed default: comment it out "
+                         "(#name = example)")
+    for name in sorted(set(readme) - set(options)):
+        found.append(f"README: row for --{name}, which --help does not list")
+    for name in sorted(set(conf) - set(options)):
+        found.append(f"musicd.conf:{conf[name][0][0]}: {name} is not an option of musicd")
+    return found
+
+
+@pytest.fixture(scope="module")
+def documents():
+    """(--help, config/musicd.conf, README.md) as they are now."""
+    result = subprocess.run([str(require_binary()), "--help"], capture_output=True,
+                            env=musicd_env(), timeout=scaled(10))
+    assert result.returncode == 0, result
+    return (result.stdout.decode(), (REPO / "config" / "musicd.conf").read_text(),
+            (REPO / "README.md").read_text())
+
+
+def test_help_config_file_and_readme_agree_on_every_option_and_default(documents):
+    assert disagreements(*documents) == []
+
+
+def test_help_shows_each_fixed_default_and_each_described_one(documents):
+    options = parse_help(documents[0])
+    assert options["lookup-timeout"] == HelpOption("--lookup-timeout MS", "2000", True)
+    assert options["cache-control"].default == "public, max-age=86400"
+    assert options["workers"] == HelpOption("--workers N", "one per CPU, at most 256", False)
+    assert options["media-root"].default == ""
+    assert "(default" not in options["x-accel-redirect"].usage
+
+
+def _replace_once(text, old, new):
+    assert text.count(old) == 1, f"{old!r} is not in the document exactly once"
+    return text.replace(old, new)
+
+
+# Each edit breaks the agreement one way; the check must name the option it broke.
+EDITS = {
+    "a default changed in musicd.conf": (1, "lookup-timeout = 2000\n", "lookup-timeout = 2001\n",
+                                         "lookup-timeout"),
+    "a default changed in README": (2, "| `--send-timeout SECONDS` | `60` |",
+                                    "| `--send-timeout SECONDS` | `30` |", "send-timeout"),
+    "a default changed in --help": (0, "(default 16384)", "(default 8192)", "max-header-size"),
+    "a described default changed in README": (2, "| one per CPU, at most 256 |",
+                                              "| one per CPU |", "workers"),
+    "a fixed default commented out": (1, "\nheader-timeout = 20\n", "\n#header-timeout = 20\n",
+                                      "header-timeout"),
+    "an example made active": (1, "\n#max-connections = ", "\nmax-connections = ",
+                               "max-connections"),
+    "an option missing from musicd.conf": (1, "\nkeepalive-timeout = 60\n", "\n",
+                                           "keepalive-timeout"),
+    "an option missing from README": (2, "| `--max-ranges N` | `16` | ranges per request before "
+                                         "the whole file is sent |\n", "", "max-ranges"),
+    "an option twice in musicd.conf": (1, "\nlog-level = info\n",
+                                       "\nlog-level = info\n#log-level = info\n", "log-level"),
+    "a renamed option in musicd.conf": (1, "\nsend-timeout = 60\n", "\nwrite-timeout = 60\n",
+                                        "write-timeout"),
+    "a value name changed in README": (2, "`--lookup-timeout MS`", "`--lookup-timeout SECONDS`",
+                                       "--lookup-timeout"),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS.keys())
+def test_agreement_check_notices(documents, edit):
+    which, old, new, named = EDITS[edit]
+    edited = list(documents)
+    edited[which] = _replace_once(edited[which], old, new)
+    found = disagreements(*edited)
+    assert found, f"{edit}: no disagreement found"
+    assert any(named in problem for problem in found), found
+
+
+def test_shipped_config_file_loads_needing_only_a_media_root(offline_musicd):
+    result = offline_musicd.run(["--config", REPO / "config" / "musicd.conf"])
+    assert result.returncode == 2, result
+    assert result.stderr.strip() == ("musicd: no media root: give at least one --media-root DIR "
+                                     "(or media-root in the config file)"), result.stderr
+
+
+def test_shipped_config_file_examples_are_valid_settings(offline_musicd, tmp_path):
+    """Every commented-out example, uncommented, is accepted (musicd then stops only at the
+    media root, which does not exist)."""
+    text = (REPO / "config" / "musicd.conf").read_text()
+    uncommented = re.sub(r"^#([a-z][a-z0-9-]* = )", r"\1", text, flags=re.M)
+    assert uncommented != text
+    conf = tmp_path / "examples.conf"
+    conf.write_text(uncommented)
+    port = free_port()
+    missing = tmp_path / "no-such-root"
+    result = offline_musicd.run(["--config", conf, "--listen", f"127.0.0.1:{port}",
+                                 "--media-root", missing])
+    assert_startup_error(result, missing, port=port)
+    assert "examples.conf" not in result.stderr, result.stderr

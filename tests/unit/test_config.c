@@ -56,6 +56,11 @@ static int set(struct fixture *f, const char *name, const char *value)
 	return config_set(&f->config, name, value, f->error, sizeof(f->error));
 }
 
+static int validate(struct fixture *f)
+{
+	return config_validate(&f->config, f->error, sizeof(f->error));
+}
+
 static void assert_set_fails_with(struct fixture *f, const char *name, const char *value,
 				  const char *message)
 {
@@ -155,6 +160,24 @@ static void test_init_sets_every_default(void **state)
 	assert_int_equal(config->x_accel_redirect_count, 0);
 	assert_int_equal(config->x_sendfile, 0);
 	assert_int_equal(config->trusted_proxy_count, 0);
+	assert_int_equal(config->max_connections, 0);
+	assert_int_equal(config->max_header_size, 16384);
+	assert_int_equal(config->header_timeout, 20);
+	assert_int_equal(config->keepalive_timeout, 60);
+	assert_int_equal(config->send_timeout, 60);
+}
+
+static void test_init_after_free_sets_the_defaults_again(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "database", "other"), 0);
+	assert_int_equal(set(f, "max-header-size", "2048"), 0);
+	assert_int_equal(set(f, "log-level", "debug"), 0);
+	config_free(&f->config);
+	config_init(&f->config);
+	assert_string_equal(f->config.database, "musicdb");
+	assert_int_equal(f->config.max_header_size, 16384);
+	assert_int_equal(f->config.log_level, LOG_LEVEL_INFO);
 }
 
 /* config_set: strings */
@@ -238,6 +261,11 @@ static const struct number_setting {
 	{"open-file-cache-valid", offsetof(struct config, open_file_cache_valid), 0, 86400},
 	{"open-file-cache-inactive", offsetof(struct config, open_file_cache_inactive), 1, 86400},
 	{"max-ranges", offsetof(struct config, max_ranges), 1, RANGE_MAX_PARTS_LIMIT},
+	{"max-connections", offsetof(struct config, max_connections), 1, 10000000},
+	{"max-header-size", offsetof(struct config, max_header_size), 1024, 1048576},
+	{"header-timeout", offsetof(struct config, header_timeout), 1, 3600},
+	{"keepalive-timeout", offsetof(struct config, keepalive_timeout), 1, 3600},
+	{"send-timeout", offsetof(struct config, send_timeout), 1, 3600},
 };
 
 #define NUMBER_SETTING_COUNT (sizeof(number_settings) / sizeof(number_settings[0]))
@@ -292,6 +320,29 @@ static void test_set_number_rejects_anything_but_decimal_digits(void **state)
 			 values[i]);
 		assert_set_fails_with(f, "workers", values[i], expected);
 	}
+}
+
+static void test_set_max_header_size_outside_its_bounds_fails_naming_them(void **state)
+{
+	struct fixture *f = *state;
+	assert_set_fails_with(f, "max-header-size", "1023",
+			      "max-header-size: '1023' is not a number from 1024 to 1048576");
+	assert_set_fails_with(f, "max-header-size", "1048577",
+			      "max-header-size: '1048577' is not a number from 1024 to 1048576");
+	assert_int_equal(f->config.max_header_size, 16384);
+}
+
+static void test_set_timeouts_are_independent_of_each_other(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "header-timeout", "3600"), 0);
+	assert_int_equal(set(f, "keepalive-timeout", "1"), 0);
+	assert_int_equal(set(f, "send-timeout", "7"), 0);
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_int_equal(validate(f), 0);
+	assert_int_equal(f->config.header_timeout, 3600);
+	assert_int_equal(f->config.keepalive_timeout, 1);
+	assert_int_equal(f->config.send_timeout, 7);
 }
 
 static void test_set_number_ignores_leading_zeros(void **state)
@@ -738,11 +789,6 @@ static void test_text_overlong_line_fails(void **state)
 
 /* config_validate */
 
-static int validate(struct fixture *f)
-{
-	return config_validate(&f->config, f->error, sizeof(f->error));
-}
-
 static void assert_validate_fails_with(struct fixture *f, const char *message)
 {
 	assert_int_equal(validate(f), -1);
@@ -814,6 +860,119 @@ static void test_validate_bad_trusted_proxy_fails(void **state)
 	assert_int_equal(parse_text(f, "media-root = /music\ntrusted-proxy = proxy.local\n"), 0);
 	assert_validate_fails_with(f, "trusted-proxy: 'proxy.local' is not an address or CIDR "
 				      "(e.g. 10.0.0.0/8)");
+}
+
+/* config_validate: values written into response heads */
+
+/* Sets name to value and expects config_validate to refuse it with message. */
+static void assert_header_value_refused(struct fixture *f, const char *name, const char *value,
+					const char *message)
+{
+	assert_int_equal(set(f, name, value), 0);
+	assert_validate_fails_with(f, message);
+}
+
+static void test_validate_cache_control_with_cr_or_lf_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_header_value_refused(f, "cache-control", "public\r\nX-Forged: 1",
+				    "cache-control: control character 0x0d at byte 7; a header "
+				    "value may not hold one");
+	assert_header_value_refused(f, "cache-control", "public\nX-Forged: 1",
+				    "cache-control: control character 0x0a at byte 7; a header "
+				    "value may not hold one");
+}
+
+static void test_validate_error_cache_control_with_cr_or_lf_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_header_value_refused(f, "error-cache-control", "no-store\r",
+				    "error-cache-control: control character 0x0d at byte 9; a "
+				    "header value may not hold one");
+	assert_header_value_refused(f, "error-cache-control", "\nno-store",
+				    "error-cache-control: control character 0x0a at byte 1; a "
+				    "header value may not hold one");
+}
+
+static void test_validate_header_values_with_other_controls_fail(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_header_value_refused(f, "cache-control", "max-age=5\x7f",
+				    "cache-control: control character 0x7f at byte 10; a header "
+				    "value may not hold one");
+	assert_int_equal(set(f, "cache-control", "max-age=5"), 0);
+	assert_header_value_refused(f, "error-cache-control", "no\x01store",
+				    "error-cache-control: control character 0x01 at byte 3; a "
+				    "header value may not hold one");
+}
+
+static void test_validate_header_values_may_hold_tabs(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_int_equal(set(f, "cache-control", "public,\tmax-age=60"), 0);
+	assert_int_equal(set(f, "error-cache-control", "no-store,\tno-cache"), 0);
+	assert_int_equal(validate(f), 0);
+}
+
+/* A value of length bytes: "max-age=0, " then 'x's. */
+static char *header_value_of_length(size_t length)
+{
+	char *value = malloc(length + 1);
+	assert_non_null(value);
+	memset(value, 'x', length);
+	memcpy(value, "max-age=0, ", 11);
+	value[length] = '\0';
+	return value;
+}
+
+static void test_validate_header_values_up_to_the_maximum_pass(void **state)
+{
+	struct fixture *f = *state;
+	char *value = header_value_of_length(CONFIG_HEADER_VALUE_MAX);
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_int_equal(set(f, "cache-control", value), 0);
+	assert_int_equal(set(f, "error-cache-control", value), 0);
+	int result = validate(f);
+	free(value);
+	assert_int_equal(result, 0);
+}
+
+static void test_validate_header_values_past_the_maximum_fail(void **state)
+{
+	struct fixture *f = *state;
+	char *value = header_value_of_length(CONFIG_HEADER_VALUE_MAX + 1);
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_int_equal(set(f, "error-cache-control", value), 0);
+	assert_int_equal(validate(f), -1);
+	assert_string_equal(f->error, "error-cache-control: 1025 bytes long; a header value may be "
+				      "at most 1024");
+	assert_int_equal(set(f, "error-cache-control", "no-store"), 0);
+	assert_int_equal(set(f, "cache-control", value), 0);
+	free(value);
+	assert_validate_fails_with(f, "cache-control: 1025 bytes long; a header value may be at "
+				      "most 1024");
+}
+
+static void test_validate_header_values_off_pass(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_int_equal(set(f, "cache-control", "off"), 0);
+	assert_int_equal(set(f, "error-cache-control", "off"), 0);
+	assert_int_equal(validate(f), 0);
+}
+
+static void test_validate_redirect_prefix_with_a_control_character_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_header_value_refused(f, "x-accel-redirect", "/internal/\r\nX-Forged: 1",
+				    "x-accel-redirect: control character 0x0d at byte 11; a header "
+				    "value may not hold one");
 }
 
 /* config_load */
@@ -956,6 +1115,27 @@ static void test_load_checks_settings_against_each_other(void **state)
 			       "x-accel-redirect and x-sendfile cannot both be on");
 }
 
+static void test_load_header_value_with_a_cr_in_the_file_fails(void **state)
+{
+	struct fixture *f = *state;
+	/* The file's lines end at LF; a CR inside one survives into the value. */
+	char *path = write_config_file(f, "media-root = /music\n"
+					  "error-cache-control = no-store\rX-Forged: 1\n");
+	assert_load_fails_with(f, ARGV("--config", path),
+			       "error-cache-control: control character 0x0d at byte 9; a header "
+			       "value may not hold one");
+}
+
+static void test_load_header_value_with_a_lf_in_a_flag_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_load_fails_with(f,
+			       ARGV("--media-root", "/music", "--cache-control",
+				    "public\nX-Forged: 1"),
+			       "cache-control: control character 0x0a at byte 7; a header value "
+			       "may not hold one");
+}
+
 static void test_load_without_media_root_fails(void **state)
 {
 	struct fixture *f = *state;
@@ -1047,6 +1227,7 @@ int main(void)
 #define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		TEST(test_init_sets_every_default),
+		TEST(test_init_after_free_sets_the_defaults_again),
 		TEST(test_set_string_settings_replace_their_value),
 		TEST(test_set_string_twice_keeps_the_last),
 		TEST(test_set_config_records_the_file),
@@ -1057,6 +1238,8 @@ int main(void)
 		TEST(test_set_each_number_accepts_its_bounds),
 		TEST(test_set_each_number_rejects_values_past_its_bounds),
 		TEST(test_set_number_rejects_anything_but_decimal_digits),
+		TEST(test_set_max_header_size_outside_its_bounds_fails_naming_them),
+		TEST(test_set_timeouts_are_independent_of_each_other),
 		TEST(test_set_number_ignores_leading_zeros),
 		TEST(test_set_listen_sets_host_and_port),
 		TEST(test_set_listen_accepts_bracketed_ipv6),
@@ -1111,6 +1294,14 @@ int main(void)
 		TEST(test_validate_redirect_and_sendfile_together_fail),
 		TEST(test_validate_accepts_trusted_proxy_addresses_and_cidrs),
 		TEST(test_validate_bad_trusted_proxy_fails),
+		TEST(test_validate_cache_control_with_cr_or_lf_fails),
+		TEST(test_validate_error_cache_control_with_cr_or_lf_fails),
+		TEST(test_validate_header_values_with_other_controls_fail),
+		TEST(test_validate_header_values_may_hold_tabs),
+		TEST(test_validate_header_values_up_to_the_maximum_pass),
+		TEST(test_validate_header_values_past_the_maximum_fail),
+		TEST(test_validate_header_values_off_pass),
+		TEST(test_validate_redirect_prefix_with_a_control_character_fails),
 		TEST(test_load_with_a_media_root_runs_with_defaults),
 		TEST(test_load_flag_value_may_follow_an_equals_sign),
 		TEST(test_load_flag_value_may_be_the_next_argument),
@@ -1125,6 +1316,8 @@ int main(void)
 		TEST(test_load_bare_switch_flag_turns_it_on),
 		TEST(test_load_switch_flag_takes_a_value_after_equals),
 		TEST(test_load_checks_settings_against_each_other),
+		TEST(test_load_header_value_with_a_cr_in_the_file_fails),
+		TEST(test_load_header_value_with_a_lf_in_a_flag_fails),
 		TEST(test_load_without_media_root_fails),
 		TEST(test_load_unknown_option_fails),
 		TEST(test_load_argument_without_dashes_fails),
