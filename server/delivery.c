@@ -11,23 +11,23 @@
 #include "log.h"
 #include "offload.h"
 #include "serve.h"
-#include "worker.h"
 
 #define OFFLOAD_URI_MAX (PATH_MAX * 3 + 256)
 
-static void respond_sendfile(struct exchange *exchange, const struct response_file *file)
+static void respond_sendfile(struct exchange *exchange, const struct response_file *file,
+			     const struct media_roots *roots)
 {
+	(void)roots;
 	serve_file(exchange, file);
 }
 
-static void respond_accel_redirect(struct exchange *exchange, const struct response_file *file)
+static void respond_accel_redirect(struct exchange *exchange, const struct response_file *file,
+				   const struct media_roots *roots)
 {
-	const struct service *service = exchange->worker->service;
 	char uri[OFFLOAD_URI_MAX];
 	size_t root = (size_t)file->root_index;
-	if (offload_accel_uri(service->config->x_accel_redirects[root],
-			      service->media_roots.paths[root], file->resolved_path, uri,
-			      sizeof(uri)) == 0) {
+	if (offload_accel_uri(exchange_config(exchange)->x_accel_redirects[root],
+			      roots->paths[root], file->resolved_path, uri, sizeof(uri)) == 0) {
 		log_error("%s: cannot express as an X-Accel-Redirect URI", file->resolved_path);
 		response_send_error(exchange, 500);
 		return;
@@ -35,8 +35,10 @@ static void respond_accel_redirect(struct exchange *exchange, const struct respo
 	response_send_offload(exchange, file, "X-Accel-Redirect", uri);
 }
 
-static void respond_x_sendfile(struct exchange *exchange, const struct response_file *file)
+static void respond_x_sendfile(struct exchange *exchange, const struct response_file *file,
+			       const struct media_roots *roots)
 {
+	(void)roots;
 	if (!offload_header_safe(file->resolved_path)) {
 		log_error("%s: path has control characters; cannot send it as X-Sendfile",
 			  file->resolved_path);

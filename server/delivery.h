@@ -10,12 +10,14 @@
 #define MUSICD_DELIVERY_H
 
 #include "exchange.h"
+#include "media.h"
 #include "response.h"
 
 struct delivery {
 	const char *name;
-	/* Answers the exchange's GET or HEAD with the file. */
-	void (*respond)(struct exchange *exchange, const struct response_file *file);
+	/* Answers the exchange's GET or HEAD with the file (found in one of roots). */
+	void (*respond)(struct exchange *exchange, const struct response_file *file,
+			const struct media_roots *roots);
 };
 
 /* The strategy the configuration asks for. */

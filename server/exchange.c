@@ -1,28 +1,443 @@
 /*
- * exchange: request lifecycle around evhttp. evhttp tells us a request ended
- * in one of two ways: on_complete (every byte written) or the connection's
- * close callback (client gone, write error, timeout, shutdown). Exactly one of
- * them ends the request side; both write the access-log line.
+ * exchange: musicd's side of evhttp's wire. evhttp (libevent 2.1.12) parses
+ * requests and keeps each connection's state machine; this file adds what it
+ * lacks for a server facing hostile clients, and is the only place that
+ * relies on how evhttp works inside. Each such place names the libevent
+ * 2.1.12 function whose behaviour it mirrors or works around.
+ *
+ * A connection's life: evhttp accepts it and asks us for its bufferevent
+ * (on_new_connection); one loop pass later, before any byte is read, it is
+ * set up (set_up_connection): counted against --max-connections, given its
+ * close callback and its first head deadline. Each complete head becomes an
+ * exchange (on_request); its response goes out through exchange_send, with
+ * reading off until it is written; then (on_complete) the next head's
+ * deadline starts at its first byte. evhttp frees the connection on an
+ * error, a timeout or Connection: close, and tells us (on_connection_freed).
  */
 #include "exchange.h"
 
-#include <event2/buffer.h>
+#include <errno.h>
 #include <event2/bufferevent.h>
+#include <event2/http.h>
 #include <event2/http_struct.h>
-#include <stddef.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include "clock.h"
+#include "framing.h"
 #include "log.h"
-#include "worker.h"
 
 /* nginx's status for a client that closed the connection before the response. */
 #define STATUS_CLIENT_CLOSED 499
+/* Bodies evhttp reads (a GET may carry one) are read and ignored up to this. */
+#define MAX_BODY_SIZE (16 * 1024)
+/* At EMFILE and other accept errors: stop accepting this long, then try again. */
+#define ACCEPT_PAUSE_MS 100
+/* Accept errors and refused connections are reported at most this often. */
+#define REPORT_INTERVAL_SECONDS 10
+/* Unread input dropped before closing after a 408, so the close is a FIN, not an RST. */
+#define DISCARD_BEFORE_CLOSE_MAX (64 * 1024)
+/* Content-Length or Transfer-Encoding lines looked at; more than this is refused. */
+#define FRAMING_LINES_MAX 8
+/* Head writes (head, then each part of a multipart body) before leaving it to the loop. */
+#define FLUSH_WRITES_MAX 8
+/* X-Forwarded-For lines joined into one list for the access log. */
+#define FORWARDED_FOR_MAX 4096
+
+/* Something worth a log line, reported at most once per interval with a count. */
+struct report {
+	time_t last; /* monotonic seconds of the last report; 0: never */
+	unsigned count;
+};
+
+struct connection {
+	struct exchange_server *server;
+	struct evhttp_connection *evcon; /* NULL until set up */
+	struct bufferevent *bev;
+	evutil_socket_t fd;
+	struct event *timer;		       /* the set-up, then each head's deadline */
+	int set_up;
+	struct evbuffer_cb_entry *first_byte;  /* enabled while waiting for the next head */
+	struct exchange *current;	       /* the exchange being answered, or NULL */
+	int peer_closed;		       /* the client's FIN arrived while a request waited */
+	int counted;			       /* holds a place under --max-connections */
+};
+
+struct exchange_server {
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *bound; /* NULL once accepting stopped */
+	struct evconnlistener *listener;   /* evhttp's, for its error callback */
+	const struct exchange_settings *settings;
+	exchange_request_cb on_request;
+	void *arg;
+	struct clock_date date;
+	struct timeval keepalive_timeout, send_timeout, header_timeout;
+
+	struct connection **by_fd; /* this server's connections by socket */
+	size_t by_fd_size;
+	unsigned live;		   /* exchanges not yet ended */
+	int draining;
+	int freeing;
+	void (*on_idle)(void *arg);
+	void *on_idle_arg;
+
+	struct event *accept_resume;
+	struct report accept_errors, refused;
+};
+
+struct exchange {
+	struct exchange_server *server;
+	struct connection *connection; /* NULL once the request side ended */
+	struct evhttp_request *req;    /* NULL once evhttp freed it */
+	const struct config *config;
+	struct timespec started;
+	time_t started_wall;
+	int status;	      /* 0 until a response is under way */
+	uint64_t body_length; /* body bytes the response promised */
+	int refs;
+	int close_after;
+	int refused;
+
+	/* While waiting on a lookup. */
+	struct event *client_watch; /* reads the socket: an RST, a hang-up, the FIN */
+	struct event *deadline;
+	struct event *delivery;	    /* the lookup job's, activated by the pool */
+	exchange_wait_cb on_deadline;
+	exchange_wait_cb on_lookup_result;
+	void *wait_arg;
+	struct lookup_job job;
+};
+
+static void exchange_release(struct exchange *exchange);
+
+/* --- Reports --- */
+
+static time_t monotonic_seconds(void)
+{
+	return clock_now().tv_sec;
+}
+
+/* Counts one more; true when a report is due (then the caller logs report->count and it restarts). */
+static int report_due(struct report *report)
+{
+	report->count++;
+	time_t now = monotonic_seconds();
+	if (report->last != 0 && now - report->last < REPORT_INTERVAL_SECONDS)
+		return 0;
+	report->last = now;
+	return 1;
+}
+
+/* --- Accepting --- */
+
+/*
+ * evhttp_bind_listener gives the listener evhttp's accept callback and the
+ * evhttp as its argument, which the error callback receives too; this table
+ * finds the server a listener belongs to.
+ */
+static pthread_mutex_t listeners_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct evconnlistener *listener;
+	struct exchange_server *server;
+} listeners[CONFIG_MAX_WORKERS];
+
+static int register_listener(struct evconnlistener *listener, struct exchange_server *server)
+{
+	int registered = -1;
+	pthread_mutex_lock(&listeners_lock);
+	for (size_t i = 0; i < CONFIG_MAX_WORKERS && registered < 0; i++) {
+		if (listeners[i].listener == NULL) {
+			listeners[i].listener = listener;
+			listeners[i].server = server;
+			registered = 0;
+		}
+	}
+	pthread_mutex_unlock(&listeners_lock);
+	return registered;
+}
+
+static void unregister_listener(struct evconnlistener *listener)
+{
+	pthread_mutex_lock(&listeners_lock);
+	for (size_t i = 0; i < CONFIG_MAX_WORKERS; i++) {
+		if (listeners[i].listener == listener)
+			listeners[i].listener = NULL;
+	}
+	pthread_mutex_unlock(&listeners_lock);
+}
+
+static struct exchange_server *server_of_listener(struct evconnlistener *listener)
+{
+	struct exchange_server *server = NULL;
+	pthread_mutex_lock(&listeners_lock);
+	for (size_t i = 0; i < CONFIG_MAX_WORKERS && server == NULL; i++) {
+		if (listeners[i].listener == listener)
+			server = listeners[i].server;
+	}
+	pthread_mutex_unlock(&listeners_lock);
+	return server;
+}
+
+/*
+ * accept() failed (EMFILE, ENFILE, ENOBUFS ...). The listening socket is
+ * level-triggered: left enabled, it would fire again at once on every loop
+ * pass. Pause it instead, and say so once per interval.
+ */
+static void on_accept_error(struct evconnlistener *listener, void *unused)
+{
+	int error_number = errno;
+	(void)unused;
+	struct exchange_server *server = server_of_listener(listener);
+	evconnlistener_disable(listener);
+	if (server == NULL)
+		return;
+	if (report_due(&server->accept_errors)) {
+		log_error("cannot accept connections: %s (%u times since the last report); pausing "
+			  "accepts for %d ms each time",
+			  strerror(error_number), server->accept_errors.count, ACCEPT_PAUSE_MS);
+		server->accept_errors.count = 0;
+	}
+	struct timeval pause = {.tv_sec = 0, .tv_usec = ACCEPT_PAUSE_MS * 1000};
+	evtimer_add(server->accept_resume, &pause);
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct exchange_server *server = arg;
+	(void)fd;
+	(void)what;
+	if (server->bound != NULL)
+		evconnlistener_enable(server->listener);
+}
+
+/* --- Connections --- */
+
+static struct connection *connection_of(struct exchange_server *server,
+					struct evhttp_connection *evcon)
+{
+	evutil_socket_t fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon));
+	if (fd < 0 || (size_t)fd >= server->by_fd_size)
+		return NULL;
+	struct connection *connection = server->by_fd[fd];
+	return connection != NULL && connection->evcon == evcon ? connection : NULL;
+}
+
+static int remember_connection(struct exchange_server *server, struct connection *connection)
+{
+	size_t fd = (size_t)connection->fd;
+	if (fd >= server->by_fd_size) {
+		size_t size = server->by_fd_size ? server->by_fd_size : 64;
+		while (size <= fd)
+			size *= 2;
+		struct connection **grown = realloc(server->by_fd, size * sizeof(*grown));
+		if (grown == NULL)
+			return -1;
+		memset(grown + server->by_fd_size, 0, (size - server->by_fd_size) * sizeof(*grown));
+		server->by_fd = grown;
+		server->by_fd_size = size;
+	}
+	server->by_fd[fd] = connection;
+	return 0;
+}
+
+static void connection_free(struct connection *connection)
+{
+	struct exchange_server *server = connection->server;
+	if (connection->first_byte != NULL)
+		evbuffer_remove_cb_entry(bufferevent_get_input(connection->bev),
+					 connection->first_byte);
+	if (connection->fd >= 0 && (size_t)connection->fd < server->by_fd_size &&
+	    server->by_fd[connection->fd] == connection)
+		server->by_fd[connection->fd] = NULL;
+	if (connection->counted)
+		atomic_fetch_sub(server->settings->open_connections, 1);
+	event_free(connection->timer);
+	free(connection);
+}
+
+static void arm_head_deadline(struct connection *connection)
+{
+	evtimer_add(connection->timer, &connection->server->header_timeout);
+}
+
+/* The next head's deadline starts with its first byte, which may have arrived already. */
+static void await_next_head(struct connection *connection)
+{
+	struct evbuffer *input = bufferevent_get_input(connection->bev);
+	if (evbuffer_get_length(input) > 0)
+		arm_head_deadline(connection);
+	else
+		evbuffer_cb_set_flags(input, connection->first_byte, EVBUFFER_CB_ENABLED);
+}
+
+static void on_input_added(struct evbuffer *input, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct connection *connection = arg;
+	if (info->n_added == 0)
+		return;
+	evbuffer_cb_clear_flags(input, connection->first_byte, EVBUFFER_CB_ENABLED);
+	arm_head_deadline(connection);
+}
+
+/* Reads and drops what the client already sent (bounded), then closes the connection. */
+static void discard_input_and_close(struct connection *connection)
+{
+	char scratch[4096];
+	for (size_t dropped = 0; dropped < DISCARD_BEFORE_CLOSE_MAX; dropped += sizeof(scratch)) {
+		if (recv(connection->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
+			break;
+	}
+	/* Runs on_connection_freed. */
+	evhttp_connection_free(connection->evcon);
+}
+
+/*
+ * A head was not complete in time. evhttp holds a half-read request it will
+ * not give us, and nothing is being written, so the 408 goes straight to the
+ * socket (it is short: the socket buffer takes it) and the connection ends.
+ */
+static void on_head_timeout(struct connection *connection)
+{
+	static const char body[] = "408 Request Timeout\n";
+	const struct config *config = connection->server->settings->config;
+	struct head head = {
+		.http_minor = 1,
+		.status = 408,
+		.reason = "Request Timeout",
+		.date = clock_date(&connection->server->date),
+		.content_type = "text/plain; charset=utf-8",
+		.has_length = 1,
+		.content_length = sizeof(body) - 1,
+		.connection = HEAD_CONNECTION_CLOSE,
+	};
+	if (config->error_cache_control != NULL)
+		head_add_field(&head, "Cache-Control", config->error_cache_control);
+	char text[HEAD_MAX + sizeof(body)];
+	size_t length = head_format(text, HEAD_MAX, &head);
+	log_debug("request head not complete within %u s; answering 408", config->header_timeout);
+	if (length > 0) {
+		memcpy(text + length, body, sizeof(body) - 1);
+		ssize_t ignored = send(connection->fd, text, length + sizeof(body) - 1,
+				       MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void)ignored;
+	}
+	discard_input_and_close(connection);
+}
+
+static void end_request_side(struct exchange *exchange, struct evhttp_connection *evcon);
+
+/* evhttp_connection_free calls this first, before it frees the requests and the bufferevent. */
+static void on_connection_freed(struct evhttp_connection *evcon, void *arg)
+{
+	struct connection *connection = arg;
+	if (connection->current != NULL)
+		end_request_side(connection->current, evcon);
+	connection_free(connection);
+}
+
+/*
+ * One loop pass after evhttp took the connection (evhttp_get_request_connection
+ * then associated its first request), before any of its bytes is read.
+ */
+static void set_up_connection(struct connection *connection)
+{
+	struct exchange_server *server = connection->server;
+	const struct exchange_settings *settings = server->settings;
+	void *evcon = NULL;
+
+	connection->set_up = 1;
+	/* evhttp_connection_base_bufferevent_new makes the evcon its callbacks' argument. */
+	bufferevent_getcb(connection->bev, NULL, NULL, NULL, &evcon);
+	if (evcon == NULL) {
+		/* evhttp already freed it (bufferevent_free clears the callbacks). */
+		bufferevent_decref(connection->bev);
+		event_free(connection->timer);
+		free(connection);
+		return;
+	}
+	connection->evcon = evcon;
+	connection->fd = bufferevent_getfd(connection->bev);
+	evhttp_connection_set_closecb(evcon, on_connection_freed, connection);
+	/* From here the close callback says when it goes; the reference taken at creation can go. */
+	bufferevent_decref(connection->bev);
+
+	connection->first_byte =
+		evbuffer_add_cb(bufferevent_get_input(connection->bev), on_input_added, connection);
+	if (connection->first_byte == NULL || remember_connection(server, connection) < 0) {
+		log_error("out of memory for a connection; closing it");
+		evhttp_connection_free(evcon);
+		return;
+	}
+	evbuffer_cb_clear_flags(bufferevent_get_input(connection->bev), connection->first_byte,
+				EVBUFFER_CB_ENABLED);
+
+	connection->counted = 1;
+	unsigned open = atomic_fetch_add(settings->open_connections, 1) + 1;
+	if (open > settings->max_connections) {
+		if (report_due(&server->refused)) {
+			log_warn("%u connections open: closing new ones beyond --max-connections %u "
+				 "(%u since the last report)",
+				 open - 1, settings->max_connections, server->refused.count);
+			server->refused.count = 0;
+		}
+		evhttp_connection_free(evcon);
+		return;
+	}
+	/* The first head's deadline runs from the connection's start. */
+	arm_head_deadline(connection);
+}
+
+static void on_connection_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct connection *connection = arg;
+	(void)fd;
+	(void)what;
+	if (!connection->set_up)
+		set_up_connection(connection);
+	else if (connection->current == NULL)
+		on_head_timeout(connection);
+}
+
+/*
+ * evhttp_get_request_connection asks for each accepted connection's
+ * bufferevent here, before it makes the evhttp_connection around it; the rest
+ * of the set-up waits one loop pass for that.
+ */
+static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
+{
+	struct exchange_server *server = arg;
+	struct connection *connection = calloc(1, sizeof(*connection));
+	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (connection == NULL || bev == NULL ||
+	    (connection->timer = evtimer_new(base, on_connection_timer, connection)) == NULL) {
+		log_error("out of memory for a new connection");
+		if (bev != NULL)
+			bufferevent_free(bev);
+		free(connection);
+		return NULL; /* evhttp makes a bufferevent itself; the connection serves one request */
+	}
+	connection->server = server;
+	connection->bev = bev;
+	connection->fd = -1;
+	/* Keeps bev alive if evhttp frees the connection before the set-up runs. */
+	bufferevent_incref(bev);
+	event_active(connection->timer, EV_TIMEOUT, 1);
+	return bev;
+}
+
+/* --- The request --- */
 
 const char *exchange_method(const struct exchange *exchange)
 {
+	if (exchange->req == NULL)
+		return "-";
 	switch (evhttp_request_get_command(exchange->req)) {
 	case EVHTTP_REQ_GET:
 		return "GET";
@@ -46,29 +461,133 @@ const char *exchange_method(const struct exchange *exchange)
 	return "-";
 }
 
-static double seconds_since(const struct timespec *start)
+int exchange_is_head(const struct exchange *exchange)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+	return exchange->req != NULL && evhttp_request_get_command(exchange->req) == EVHTTP_REQ_HEAD;
 }
 
-static void log_access(struct exchange *exchange, int status, uint64_t body_bytes)
+const char *exchange_target(const struct exchange *exchange)
 {
-	struct access_log *log = exchange->worker->service->access_log;
-	struct evhttp_request *req = exchange->req;
-	if (log == NULL || req == NULL)
-		return;
+	return exchange->req != NULL ? evhttp_request_get_uri(exchange->req) : "-";
+}
+
+const char *exchange_header(const struct exchange *exchange, const char *name)
+{
+	if (exchange->req == NULL)
+		return NULL;
+	return evhttp_find_header(evhttp_request_get_input_headers(exchange->req), name);
+}
+
+const struct config *exchange_config(const struct exchange *exchange)
+{
+	return exchange->config;
+}
+
+int exchange_is_refused(const struct exchange *exchange)
+{
+	return exchange->refused;
+}
+
+int exchange_can_respond(const struct exchange *exchange)
+{
+	return exchange->req != NULL && exchange->connection != NULL && exchange->status == 0;
+}
+
+struct lookup_job *exchange_job(struct exchange *exchange)
+{
+	return &exchange->job;
+}
+
+/* Mirrors evhttp_method_may_have_body: the methods whose body evhttp reads. */
+static int body_is_read(enum evhttp_cmd_type method)
+{
+	return method != EVHTTP_REQ_HEAD && method != EVHTTP_REQ_TRACE;
+}
+
+/* Every line of the header name, up to max; returns how many there are (possibly more than max). */
+static size_t header_lines(struct evkeyvalq *headers, const char *name, const char **values,
+			   size_t max)
+{
+	size_t count = 0;
+	for (struct evkeyval *header = headers->tqh_first; header != NULL;
+	     header = header->next.tqe_next) {
+		if (evutil_ascii_strcasecmp(header->key, name) != 0)
+			continue;
+		if (count < max)
+			values[count] = header->value;
+		count++;
+	}
+	return count;
+}
+
+static int framing_refused(struct evhttp_request *req)
+{
 	struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
-	const struct service *service = exchange->worker->service;
+	const char *lengths[FRAMING_LINES_MAX], *encodings[FRAMING_LINES_MAX];
+	size_t length_count = header_lines(headers, "Content-Length", lengths, FRAMING_LINES_MAX);
+	size_t encoding_count =
+		header_lines(headers, "Transfer-Encoding", encodings, FRAMING_LINES_MAX);
+	if (length_count > FRAMING_LINES_MAX || encoding_count > FRAMING_LINES_MAX)
+		return 1;
+	struct framing_request framing = {
+		.body_is_read = body_is_read(evhttp_request_get_command(req)),
+		.content_lengths = lengths,
+		.content_length_count = length_count,
+		.transfer_encodings = encodings,
+		.transfer_encoding_count = encoding_count,
+	};
+	return framing_check(&framing) == FRAMING_REFUSE;
+}
+
+/* Joins every X-Forwarded-For line, in order, as RFC 9110 reads repeated fields. */
+static const char *forwarded_for(struct evhttp_request *req, char *out, size_t out_size)
+{
+	struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
+	size_t used = 0;
+	int any = 0;
+	for (struct evkeyval *header = headers->tqh_first; header != NULL;
+	     header = header->next.tqe_next) {
+		if (evutil_ascii_strcasecmp(header->key, "X-Forwarded-For") != 0)
+			continue;
+		size_t length = strlen(header->value);
+		size_t needed = length + (any ? 2 : 0);
+		if (used + needed >= out_size) {
+			/* Too long to keep whole: the list's right end names the client. */
+			used = 0;
+			if (length >= out_size)
+				return NULL;
+			needed = length;
+			any = 0;
+		}
+		if (any) {
+			memcpy(out + used, ", ", 2);
+			used += 2;
+		}
+		memcpy(out + used, header->value, length);
+		used += length;
+		any = 1;
+	}
+	out[used] = '\0';
+	return any ? out : NULL;
+}
+
+static void log_access(struct exchange *exchange, struct evhttp_connection *evcon, int status,
+		       uint64_t body_bytes)
+{
+	const struct exchange_settings *settings = exchange->server->settings;
+	struct evhttp_request *req = exchange->req;
+	if (settings->access_log == NULL || req == NULL)
+		return;
 	char *peer_address = NULL;
 	ev_uint16_t peer_port = 0;
 	char forwarded_client[PROXY_TRUST_ADDRESS_MAX];
-	evhttp_connection_get_peer(exchange->connection, &peer_address, &peer_port);
+	char forwarded[FORWARDED_FOR_MAX];
+	evhttp_connection_get_peer(evcon, &peer_address, &peer_port);
 
 	struct access_entry entry = {
-		.client = proxy_trust_client(service->trusted_proxies, service->trusted_proxy_count,
-					     peer_address, evhttp_find_header(headers, "X-Forwarded-For"),
+		.client = proxy_trust_client(settings->trusted_proxies,
+					     settings->trusted_proxy_count, peer_address,
+					     forwarded_for(req, forwarded, sizeof(forwarded)),
 					     forwarded_client, sizeof(forwarded_client)),
 		.time = exchange->started_wall,
 		.method = exchange_method(exchange),
@@ -77,19 +596,19 @@ static void log_access(struct exchange *exchange, int status, uint64_t body_byte
 		.http_minor = req->minor,
 		.status = status,
 		.body_bytes = body_bytes,
-		.referer = evhttp_find_header(headers, "Referer"),
-		.user_agent = evhttp_find_header(headers, "User-Agent"),
-		.seconds = seconds_since(&exchange->started),
+		.referer = exchange_header(exchange, "Referer"),
+		.user_agent = exchange_header(exchange, "User-Agent"),
+		.seconds = clock_seconds_since(&exchange->started),
 	};
-	access_log_write(log, &entry);
+	access_log_write(settings->access_log, &entry);
 }
 
-/* Stops watching (before responding, or when the awaited work is done). */
+/* Stops watching the client and the deadline (before responding, or when the work is done). */
 static void stop_waiting(struct exchange *exchange)
 {
-	if (exchange->client_gone != NULL) {
-		event_free(exchange->client_gone);
-		exchange->client_gone = NULL;
+	if (exchange->client_watch != NULL) {
+		event_free(exchange->client_watch);
+		exchange->client_watch = NULL;
 	}
 	if (exchange->deadline != NULL) {
 		event_free(exchange->deadline);
@@ -97,194 +616,456 @@ static void stop_waiting(struct exchange *exchange)
 	}
 }
 
-static struct bufferevent *connection_bufferevent(struct exchange *exchange)
-{
-	return evhttp_connection_get_bufferevent(exchange->connection);
-}
-
-/* Every byte was written: evhttp is about to reuse or close the connection. */
+/* Every byte was written (evhttp_send_done): evhttp is about to reuse or free the connection. */
 static void on_complete(struct evhttp_request *req, void *arg)
 {
 	struct exchange *exchange = arg;
-	(void)req;
-	log_access(exchange, exchange->status, exchange->body_length);
-	struct bufferevent *bev = connection_bufferevent(exchange);
-	bufferevent_set_timeouts(bev, &exchange->worker->idle_timeout,
-				 &exchange->worker->idle_timeout);
-	/* evhttp then reads end-of-file and frees the connection. */
+	struct exchange_server *server = exchange->server;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+	struct connection *connection = exchange->connection;
+
+	log_access(exchange, evcon, exchange->status, exchange->body_length);
+	bufferevent_set_timeouts(bev, &server->keepalive_timeout, &server->keepalive_timeout);
+	/*
+	 * evhttp_send_done keeps a connection after CONNECT even with "Connection:
+	 * close"; shut down, it reads end-of-file next and frees it.
+	 */
 	if (exchange->close_after)
 		shutdown(bufferevent_getfd(bev), SHUT_RDWR);
-	evhttp_connection_set_closecb(exchange->connection, NULL, NULL);
 	stop_waiting(exchange);
+	if (connection != NULL) {
+		connection->current = NULL;
+		if (!exchange->close_after)
+			await_next_head(connection);
+	}
 	exchange->req = NULL;
 	exchange->connection = NULL;
 	exchange_release(exchange);
 }
 
-/* The connection is being freed before the response completed. */
-static void on_connection_close(struct evhttp_connection *connection, void *arg)
+/* The connection goes before the response completed. */
+static void end_request_side(struct exchange *exchange, struct evhttp_connection *evcon)
 {
-	struct exchange *exchange = arg;
 	int status = exchange->status ? exchange->status : STATUS_CLIENT_CLOSED;
 	uint64_t sent = 0;
 	if (exchange->status != 0) {
-		size_t unsent = evbuffer_get_length(bufferevent_get_output(
-			evhttp_connection_get_bufferevent(connection)));
+		size_t unsent = evbuffer_get_length(
+			bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)));
 		sent = exchange->body_length > unsent ? exchange->body_length - unsent : 0;
 	}
-	log_access(exchange, status, sent);
+	log_access(exchange, evcon, status, sent);
 	stop_waiting(exchange);
 
-	/* evhttp detaches a request it has not seen answered; then it is ours to free. */
+	/*
+	 * evhttp_connection_incoming_fail detaches a request it has not seen
+	 * answered (req->evcon = NULL) and leaves it to whoever holds it.
+	 */
 	if (exchange->req != NULL && evhttp_request_get_connection(exchange->req) == NULL)
 		evhttp_request_free(exchange->req);
 	exchange->req = NULL;
+	exchange->connection->current = NULL;
 	exchange->connection = NULL;
 	exchange_release(exchange);
 }
 
-struct exchange *exchange_begin(struct worker *worker, struct evhttp_request *req)
+/* evhttp's request callback: a head is complete. */
+static void on_evhttp_request(struct evhttp_request *req, void *arg)
 {
+	struct exchange_server *server = arg;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct connection *connection = connection_of(server, evcon);
 	struct exchange *exchange = calloc(1, sizeof(*exchange));
-	if (exchange == NULL)
-		return NULL;
-	exchange->worker = worker;
+	if (exchange == NULL) {
+		log_error("out of memory for a request; closing its connection");
+		evhttp_connection_free(evcon);
+		return;
+	}
+	exchange->server = server;
+	exchange->connection = connection;
 	exchange->req = req;
-	exchange->connection = evhttp_request_get_connection(req);
-	clock_gettime(CLOCK_MONOTONIC, &exchange->started);
+	exchange->config = server->settings->config;
+	exchange->started = clock_now();
 	exchange->started_wall = time(NULL);
-	/* One for the request side (ended by evhttp), one for the caller. */
+	/* One for the request side (ended by on_complete or the connection going), one for us. */
 	exchange->refs = 2;
+	server->live++;
 	evhttp_request_set_on_complete_cb(req, on_complete, exchange);
-	evhttp_connection_set_closecb(exchange->connection, on_connection_close, exchange);
-	worker_exchange_started(worker);
-	return exchange;
-}
 
-/* True while a response may still be sent: the client is there and nothing was sent yet. */
-static int can_respond(const struct exchange *exchange)
-{
-	return exchange->req != NULL && exchange->status == 0;
-}
-
-int exchange_is_head(const struct exchange *exchange)
-{
-	return exchange->req != NULL && evhttp_request_get_command(exchange->req) == EVHTTP_REQ_HEAD;
-}
-
-static void on_client_gone(evutil_socket_t fd, short what, void *arg)
-{
-	struct exchange *exchange = arg;
-	(void)fd;
-	(void)what;
-	stop_waiting(exchange);
-	if (exchange->connection != NULL) {
-		log_debug("client left while its request was pending; closing the connection");
-		/* Runs on_connection_close, which drops the request side. */
-		evhttp_connection_free(exchange->connection);
+	if (connection != NULL) {
+		evtimer_del(connection->timer); /* the head is complete */
+		connection->current = exchange;
+	} else {
+		/* Not set up (out of memory at its start): it serves this one request. */
+		exchange_close_after_response(exchange);
 	}
-}
-
-static void on_deadline(evutil_socket_t fd, short what, void *arg)
-{
-	struct exchange *exchange = arg;
-	(void)fd;
-	(void)what;
-	stop_waiting(exchange);
-	if (can_respond(exchange) && exchange->on_deadline != NULL)
-		exchange->on_deadline(exchange);
-}
-
-/*
- * Waits for something that will respond later: watches for the client
- * leaving (then the connection is closed and the request dropped) and calls
- * on_deadline_cb after timeout_ms if no response was started. Takes a
- * reference for the pending work. Returns -1 on failure.
- */
-static int wait_for_answer(struct exchange *exchange, unsigned timeout_ms,
-			   void (*on_deadline_cb)(struct exchange *exchange))
-{
-	struct event_base *base = exchange->worker->base;
-	evutil_socket_t fd = bufferevent_getfd(connection_bufferevent(exchange));
-	struct timeval timeout = {.tv_sec = timeout_ms / 1000,
-				  .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
-
-	exchange->on_deadline = on_deadline_cb;
-	exchange->client_gone = event_new(base, fd, EV_CLOSED, on_client_gone, exchange);
-	exchange->deadline = evtimer_new(base, on_deadline, exchange);
-	if (exchange->client_gone == NULL || exchange->deadline == NULL ||
-	    event_add(exchange->client_gone, NULL) < 0 ||
-	    evtimer_add(exchange->deadline, &timeout) < 0) {
-		stop_waiting(exchange);
-		return -1;
+	if (framing_refused(req)) {
+		exchange->refused = 1;
+		exchange_close_after_response(exchange);
 	}
-	exchange->refs++; /* for the pending work */
-	return 0;
-}
+	if (server->draining || evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT)
+		exchange_close_after_response(exchange);
 
-#define exchange_of_job(job_pointer)                                                              \
-	((struct exchange *)((char *)(job_pointer) - offsetof(struct exchange, job)))
-
-/* On the worker's loop: the lookup thread handed the job back. */
-static void on_lookup_done(struct lookup_job *job)
-{
-	struct exchange *exchange = exchange_of_job(job);
-	if (can_respond(exchange)) {
-		stop_waiting(exchange);
-		exchange->on_lookup_result(exchange);
-	}
+	server->on_request(exchange, server->arg);
 	exchange_release(exchange);
-}
-
-int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
-		    void (*on_result)(struct exchange *exchange),
-		    void (*on_deadline_cb)(struct exchange *exchange))
-{
-	const struct service *service = exchange->worker->service;
-	unsigned timeout_ms = service->config->lookup_timeout_ms;
-	struct lookup_job *job = &exchange->job;
-	job->kind = kind;
-	snprintf(job->mid, sizeof(job->mid), "%s", mid);
-	job->deadline = lookup_deadline_after(timeout_ms);
-	job->reply_base = exchange->worker->base;
-	job->on_done = on_lookup_done;
-	exchange->on_lookup_result = on_result;
-
-	if (wait_for_answer(exchange, timeout_ms, on_deadline_cb) < 0)
-		return -1;
-	if (lookup_submit(service->lookups, job) < 0) {
-		stop_waiting(exchange);
-		exchange_release(exchange); /* the reference wait_for_answer took for the lookup */
-		return -1;
-	}
-	return 0;
 }
 
 void exchange_close_after_response(struct exchange *exchange)
 {
+	if (exchange->close_after || exchange->req == NULL)
+		return;
 	exchange->close_after = 1;
+	/* evhttp_send_done frees the connection after a response with this header. */
 	evhttp_add_header(evhttp_request_get_output_headers(exchange->req), "Connection", "close");
 }
 
-void exchange_responding(struct exchange *exchange, int status, uint64_t body_length)
-{
-	exchange->status = status;
-	exchange->body_length = body_length;
-}
-
-void exchange_body_started(struct exchange *exchange)
-{
-	bufferevent_set_timeouts(connection_bufferevent(exchange), NULL,
-				 &exchange->worker->send_timeout);
-}
-
-void exchange_release(struct exchange *exchange)
+static void exchange_release(struct exchange *exchange)
 {
 	if (--exchange->refs > 0)
 		return;
 	stop_waiting(exchange);
+	if (exchange->delivery != NULL)
+		event_free(exchange->delivery);
 	free(exchange->job.path);
-	struct worker *worker = exchange->worker;
+	struct exchange_server *server = exchange->server;
 	free(exchange);
-	worker_exchange_ended(worker);
+	server->live--;
+	if (server->live == 0 && server->on_idle != NULL && !server->freeing) {
+		void (*on_idle)(void *arg) = server->on_idle;
+		server->on_idle = NULL;
+		on_idle(server->on_idle_arg);
+	}
+}
+
+/* --- Waiting --- */
+
+/*
+ * While a request waits, evhttp reads nothing (evhttp_handle_request disabled
+ * reading), so this watch reads for it, into the connection's own input
+ * (bounded by --max-header-size: pipelined requests are kept for later). A
+ * read error is the client gone (an RST; EPOLLERR, which epoll reports
+ * level-triggered and libevent as read and write, so it must be consumed
+ * here); a FIN is only the end of its requests: the answer still goes out.
+ */
+static void on_client_activity(evutil_socket_t fd, short what, void *arg)
+{
+	struct exchange *exchange = arg;
+	struct connection *connection = exchange->connection;
+	(void)what;
+	if (connection == NULL) {
+		stop_waiting(exchange);
+		return;
+	}
+	struct evbuffer *input = bufferevent_get_input(connection->bev);
+	size_t held = evbuffer_get_length(input);
+	size_t limit = exchange->config->max_header_size;
+	if (held >= limit) {
+		/* Enough kept; a client leaving now is noticed when the answer is written. */
+		event_del(exchange->client_watch);
+		return;
+	}
+	/* bufferevent_readcb unfreezes its input's end around its own reads, as here. */
+	evbuffer_unfreeze(input, 0);
+	int got = evbuffer_read(input, fd, (int)(limit - held));
+	int error_number = errno;
+	evbuffer_freeze(input, 0);
+	if (got > 0)
+		return;
+	if (got == 0) {
+		connection->peer_closed = 1;
+		event_del(exchange->client_watch);
+		return;
+	}
+	if (error_number == EAGAIN || error_number == EWOULDBLOCK || error_number == EINTR)
+		return;
+	log_debug("client left while its request was pending (%s); closing the connection",
+		  strerror(error_number));
+	/* Runs on_connection_freed, which ends the request side. */
+	evhttp_connection_free(connection->evcon);
+}
+
+static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct exchange *exchange = arg;
+	(void)fd;
+	(void)what;
+	stop_waiting(exchange);
+	if (exchange_can_respond(exchange) && exchange->on_deadline != NULL)
+		exchange->on_deadline(exchange, exchange->wait_arg);
+}
+
+static int start_waiting(struct exchange *exchange, unsigned timeout_ms,
+			 exchange_wait_cb on_deadline)
+{
+	struct event_base *base = exchange->server->base;
+	struct connection *connection = exchange->connection;
+	struct timeval timeout = {.tv_sec = timeout_ms / 1000,
+				  .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
+
+	exchange->on_deadline = on_deadline;
+	exchange->deadline = evtimer_new(base, on_wait_deadline, exchange);
+	if (exchange->deadline == NULL || evtimer_add(exchange->deadline, &timeout) < 0)
+		goto fail;
+	if (connection != NULL && !connection->peer_closed) {
+		exchange->client_watch = event_new(base, connection->fd, EV_READ | EV_PERSIST,
+						   on_client_activity, exchange);
+		if (exchange->client_watch == NULL || event_add(exchange->client_watch, NULL) < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	stop_waiting(exchange);
+	return -1;
+}
+
+/* On the worker's loop: the lookup pool handed the job back. */
+static void on_lookup_delivered(evutil_socket_t fd, short what, void *arg)
+{
+	struct exchange *exchange = arg;
+	(void)fd;
+	(void)what;
+	stop_waiting(exchange);
+	exchange->on_lookup_result(exchange, exchange->wait_arg);
+	exchange_release(exchange); /* the lookup's reference */
+}
+
+int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
+		    exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
+{
+	unsigned timeout_ms = exchange->config->lookup_timeout_ms;
+	struct lookup_job *job = &exchange->job;
+	if (exchange->delivery == NULL) {
+		exchange->delivery =
+			event_new(exchange->server->base, -1, 0, on_lookup_delivered, exchange);
+		if (exchange->delivery == NULL)
+			return -1;
+	}
+	job->kind = kind;
+	snprintf(job->mid, sizeof(job->mid), "%s", mid);
+	job->deadline = clock_deadline_after(timeout_ms);
+	job->delivery = exchange->delivery;
+	exchange->on_lookup_result = on_result;
+	exchange->wait_arg = arg;
+
+	if (start_waiting(exchange, timeout_ms, on_deadline) < 0)
+		return -1;
+	if (lookup_submit(exchange->server->settings->lookups, job) < 0) {
+		stop_waiting(exchange);
+		return -1;
+	}
+	exchange->refs++; /* for the lookup in flight */
+	return 0;
+}
+
+/* --- The response on the wire --- */
+
+/*
+ * Writes what is queued straight to the socket instead of waiting for the
+ * loop to report it writable: the head by writev, file parts by sendfile, as
+ * far as the socket takes them. If everything went out, the bufferevent's
+ * write callback runs now, so evhttp completes the request (and reads the
+ * next) in this same loop pass: one wake-up per request, as nginx. What the
+ * socket did not take is left to the bufferevent, writing only. The
+ * exchange's request may be complete (and freed) when this returns.
+ */
+static void flush_to_socket(struct bufferevent *bev)
+{
+	struct evbuffer *output = bufferevent_get_output(bev);
+	evutil_socket_t fd = bufferevent_getfd(bev);
+
+	/* bufferevent_socket_new froze its output's start; it alone drains it, except here. */
+	evbuffer_unfreeze(output, 1);
+	for (int attempt = 0; attempt < FLUSH_WRITES_MAX && evbuffer_get_length(output) > 0;
+	     attempt++) {
+		if (evbuffer_write(output, fd) <= 0)
+			break; /* the socket is full, or failed: the bufferevent takes over */
+	}
+	evbuffer_freeze(output, 1);
+	if (evbuffer_get_length(output) == 0)
+		bufferevent_trigger(bev, EV_WRITE, 0);
+	else
+		bufferevent_enable(bev, EV_WRITE);
+}
+
+/*
+ * What the Connection header must say, decided as evhttp_send_done decides
+ * whether to keep the connection after this response, so the two agree.
+ */
+static enum head_connection connection_header(const struct exchange *exchange)
+{
+	struct evhttp_request *req = exchange->req;
+	struct evkeyvalq *input = evhttp_request_get_input_headers(req);
+	const char *connection = evhttp_find_header(input, "Connection");
+	int asked_close, asked_keep_alive = connection && evutil_ascii_strcasecmp(connection,
+									       "keep-alive") == 0;
+	if (req->flags & EVHTTP_PROXY_REQUEST) {
+		const char *proxy = evhttp_find_header(input, "Proxy-Connection");
+		asked_close = proxy == NULL || evutil_ascii_strcasecmp(proxy, "keep-alive") != 0;
+	} else {
+		asked_close = connection && evutil_ascii_strcasecmp(connection, "close") == 0;
+	}
+	if (exchange->close_after || (asked_close && req->type != EVHTTP_REQ_CONNECT))
+		return HEAD_CONNECTION_CLOSE;
+	if (req->major == 1 && req->minor == 0)
+		return asked_keep_alive ? HEAD_CONNECTION_KEEP_ALIVE : HEAD_CONNECTION_NONE;
+	return HEAD_CONNECTION_NONE;
+}
+
+void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_length,
+		   exchange_fill_cb fill, const void *context)
+{
+	if (!exchange_can_respond(exchange))
+		return;
+	stop_waiting(exchange);
+	struct exchange_server *server = exchange->server;
+	struct evhttp_request *req = exchange->req;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+	struct evbuffer *output = bufferevent_get_output(bev);
+	char text[HEAD_MAX];
+
+	head->http_minor = req->minor;
+	head->date = clock_date(&server->date);
+	head->connection = connection_header(exchange);
+	size_t length = head_format(text, sizeof(text), head);
+	if (length == 0 || evbuffer_add(output, text, length) < 0) {
+		log_error("cannot format or queue a %d response head; closing the connection",
+			  head->status);
+		evhttp_connection_free(evcon);
+		return;
+	}
+	int with_body = fill != NULL && body_length > 0 && !exchange_is_head(exchange);
+	exchange->status = head->status;
+	exchange->body_length = with_body ? body_length : 0;
+	if (with_body) {
+		/* Only the no-progress send timeout while a body goes out (libevent #715). */
+		bufferevent_set_timeouts(bev, NULL, &server->send_timeout);
+		fill(output, context);
+	}
+
+	/*
+	 * As evhttp_write_buffer does for its own replies (no read callback, its
+	 * write and error callbacks), but with reading off: a client's FIN or
+	 * bytes it sends meanwhile wait until the answer is written, so neither
+	 * cuts the answer short nor grows the input. A client that left is seen
+	 * by a failed write, or by the send timeout.
+	 */
+	bufferevent_data_cb write_done;
+	bufferevent_event_cb on_event;
+	void *callback_arg;
+	bufferevent_getcb(bev, NULL, &write_done, &on_event, &callback_arg);
+	bufferevent_setcb(bev, NULL, write_done, on_event, callback_arg);
+	bufferevent_disable(bev, EV_READ);
+	/* With output queued, evhttp_send_reply_end leaves evhttp_send_done to the write callback. */
+	evhttp_send_reply_end(req);
+	flush_to_socket(bev);
+}
+
+/* --- The server --- */
+
+struct exchange_server *exchange_server_new(struct event_base *base, int listen_fd,
+					    const struct exchange_settings *settings,
+					    exchange_request_cb on_request, void *arg, char *error,
+					    size_t error_size)
+{
+	const struct config *config = settings->config;
+	struct exchange_server *server = calloc(1, sizeof(*server));
+	if (server == NULL || (server->http = evhttp_new(base)) == NULL ||
+	    (server->accept_resume = evtimer_new(base, on_accept_resume, server)) == NULL) {
+		snprintf(error, error_size, "out of memory for an HTTP server");
+		goto fail;
+	}
+	server->base = base;
+	server->settings = settings;
+	server->on_request = on_request;
+	server->arg = arg;
+	server->keepalive_timeout = (struct timeval){.tv_sec = config->keepalive_timeout};
+	server->send_timeout = (struct timeval){.tv_sec = config->send_timeout};
+	server->header_timeout = (struct timeval){.tv_sec = config->header_timeout};
+
+	evhttp_set_gencb(server->http, on_evhttp_request, server);
+	evhttp_set_bevcb(server->http, on_new_connection, server);
+	/*
+	 * Every method is handed to us, so that refused ones get a 405 with Allow
+	 * (evhttp_set_allowed_methods answers the others 501 itself).
+	 */
+	evhttp_set_allowed_methods(server->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+							 EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+							 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+							 EVHTTP_REQ_TRACE | EVHTTP_REQ_PATCH |
+							 EVHTTP_REQ_CONNECT);
+	evhttp_set_default_content_type(server->http, NULL);
+	evhttp_set_timeout_tv(server->http, &server->keepalive_timeout);
+	evhttp_set_max_headers_size(server->http, config->max_header_size);
+	evhttp_set_max_body_size(server->http, MAX_BODY_SIZE);
+
+	server->bound = evhttp_accept_socket_with_handle(server->http, listen_fd);
+	if (server->bound == NULL) {
+		snprintf(error, error_size, "cannot accept on the listening socket");
+		close(listen_fd);
+		listen_fd = -1;
+		goto fail;
+	}
+	server->listener = evhttp_bound_socket_get_listener(server->bound);
+	if (register_listener(server->listener, server) < 0) {
+		snprintf(error, error_size, "more HTTP servers than %d", CONFIG_MAX_WORKERS);
+		goto fail;
+	}
+	/* evhttp_bind_listener sets only the accept callback. */
+	evconnlistener_set_error_cb(server->listener, on_accept_error);
+	return server;
+
+fail:
+	if (listen_fd >= 0 && (server == NULL || server->bound == NULL))
+		close(listen_fd);
+	if (server != NULL) {
+		if (server->accept_resume != NULL)
+			event_free(server->accept_resume);
+		if (server->http != NULL)
+			evhttp_free(server->http); /* closes a bound socket */
+		free(server);
+	}
+	return NULL;
+}
+
+void exchange_server_stop_accepting(struct exchange_server *server)
+{
+	server->draining = 1;
+	evtimer_del(server->accept_resume);
+	if (server->bound != NULL) {
+		unregister_listener(server->listener);
+		evhttp_del_accept_socket(server->http, server->bound);
+		server->bound = NULL;
+		server->listener = NULL;
+	}
+}
+
+void exchange_server_when_idle(struct exchange_server *server, void (*on_idle)(void *arg),
+			       void *arg)
+{
+	if (server->live == 0) {
+		on_idle(arg);
+		return;
+	}
+	server->on_idle = on_idle;
+	server->on_idle_arg = arg;
+}
+
+unsigned exchange_server_live(const struct exchange_server *server)
+{
+	return server->live;
+}
+
+void exchange_server_free(struct exchange_server *server)
+{
+	if (server == NULL)
+		return;
+	server->freeing = 1;
+	if (server->listener != NULL)
+		unregister_listener(server->listener);
+	/* Frees every connection: each one's close callback ends its request side. */
+	evhttp_free(server->http);
+	event_free(server->accept_resume);
+	free(server->by_fd);
+	free(server);
 }

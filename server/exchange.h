@@ -1,83 +1,142 @@
 /*
- * exchange: one request's life on a worker, from evhttp handing it over to
- * the last byte written or the client vanishing. It owns what outlives the
- * request callback: the wait for a lookup (watching for the client leaving
- * and for the deadline), the response-time clock and the access-log line.
+ * exchange: the connection and the request on the wire. It is the one module
+ * that knows evhttp's private behaviour (libevent 2.1.12) and works around
+ * it; everything above it (response, handlers, worker) sees requests that
+ * are safe to answer and a way to send an answer.
  *
- * Ownership: refcounted, touched only on its worker's thread. One reference
- * belongs to the request side (dropped when evhttp completes or drops the
- * request), one to a lookup in flight (dropped when its result is delivered
- * back on the worker's loop). req is NULL once evhttp has freed the request;
- * never use it after that.
+ * What it owns, per worker (an exchange_server):
+ *   - accepting: the listener's errors (EMFILE ...) pause accepting briefly
+ *     and are logged once per interval, never spun on; beyond
+ *     --max-connections a new connection is closed at once;
+ *   - each connection: a deadline for every request head (--header-timeout,
+ *     from the connection's start or the head's first byte: 408), the idle
+ *     keep-alive timeout, the no-progress send timeout, input bounded while
+ *     a request waits or a response is written, and a client's FIN ending
+ *     only its reading (the answer is still written in full);
+ *   - each request (an exchange): framing that could smuggle a request is
+ *     refused, the wait for work finishing later (a lookup) while watching
+ *     for the client really leaving (an RST or hang-up, not a FIN), the
+ *     response's head and body on the wire, and the access-log line.
+ *
+ * Ownership: an exchange is refcounted and touched only on its worker's
+ * thread. The request side holds one reference (until the response is sent
+ * or the connection goes), work in flight holds one each.
  */
 #ifndef MUSICD_EXCHANGE_H
 #define MUSICD_EXCHANGE_H
 
+#include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
+#include "access_log.h"
+#include "config.h"
+#include "head.h"
 #include "lookup.h"
+#include "proxy_trust.h"
 
-struct worker;
+struct exchange;
+struct exchange_server;
 
-struct exchange {
-	struct worker *worker;
-	struct evhttp_request *req;	/* NULL once evhttp freed it */
-	struct evhttp_connection *connection;
-	struct timespec started;	/* CLOCK_MONOTONIC */
-	time_t started_wall;
-	int status;			/* 0 until a response is under way */
-	uint64_t body_length;		/* body bytes the response promised */
-	int refs;
-	int close_after;		/* end the connection once this response is sent */
-
-	/* While waiting on a lookup. */
-	struct event *client_gone;	/* EV_CLOSED on the connection's socket */
-	struct event *deadline;
-	void (*on_deadline)(struct exchange *exchange);
-	void (*on_lookup_result)(struct exchange *exchange);
-	struct lookup_job job;
+/* What a worker gives its exchange server; everything here outlives it. */
+struct exchange_settings {
+	const struct config *config;	   /* the settings snapshot each request reads */
+	struct lookup_pool *lookups;
+	struct access_log *access_log;	   /* NULL when off */
+	const struct cidr *trusted_proxies;
+	size_t trusted_proxy_count;
+	atomic_uint *open_connections;	   /* every worker's connections, for the cap */
+	unsigned max_connections;
 };
 
-/*
- * Starts tracking req (once per request, from the request callback). The
- * caller holds a reference to release when its callback returns. NULL if out
- * of memory.
- */
-struct exchange *exchange_begin(struct worker *worker, struct evhttp_request *req);
+/* Called for each request whose head is complete; the exchange is valid during the call. */
+typedef void (*exchange_request_cb)(struct exchange *exchange, void *arg);
 
-/* HEAD request? Its response carries headers only. */
-int exchange_is_head(const struct exchange *exchange);
+/*
+ * Serves HTTP on listen_fd (taken over, closed on failure) from base's
+ * thread. NULL with a message in error.
+ */
+struct exchange_server *exchange_server_new(struct event_base *base, int listen_fd,
+					    const struct exchange_settings *settings,
+					    exchange_request_cb on_request, void *arg, char *error,
+					    size_t error_size);
+
+/* Stops accepting; later responses say "Connection: close". From the server's thread. */
+void exchange_server_stop_accepting(struct exchange_server *server);
+
+/* Calls on_idle(arg) once no exchange is live (at once if none is). From the server's thread. */
+void exchange_server_when_idle(struct exchange_server *server, void (*on_idle)(void *arg),
+			       void *arg);
+
+/* Exchanges not yet ended. */
+unsigned exchange_server_live(const struct exchange_server *server);
+
+/* Closes every connection and frees the server (after its loop stopped). */
+void exchange_server_free(struct exchange_server *server);
+
+/* --- The request --- */
 
 /* The request's method as it is written ("GET", "HEAD" ...). */
 const char *exchange_method(const struct exchange *exchange);
 
-/*
- * Looks mid up (kind LOOKUP_PROBE ignores it) in the lookup pool, within the
- * lookup deadline. Later, on the worker's loop, exactly one of on_result (the
- * job holds the answer) or on_deadline runs, and only while a response can
- * still be sent. -1 when the lookup cannot be queued: the caller answers 503.
- */
-int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
-		    void (*on_result)(struct exchange *exchange),
-		    void (*on_deadline)(struct exchange *exchange));
+/* HEAD request? Its response carries headers only. */
+int exchange_is_head(const struct exchange *exchange);
+
+/* The request target as received ("/musicdb/...?..."). */
+const char *exchange_target(const struct exchange *exchange);
+
+/* The first value of a request header, or NULL. */
+const char *exchange_header(const struct exchange *exchange, const char *name);
+
+/* The settings snapshot this request was started with. */
+const struct config *exchange_config(const struct exchange *exchange);
 
 /*
- * Ends the connection after this response ("Connection: close"). evhttp
- * honours that header itself, except after CONNECT, where it would keep the
- * connection: then the socket is shut down once the response is out.
+ * True when the request's framing was refused (a body it will not read, or
+ * one that could be read two ways): answer 400; the connection then closes.
  */
+int exchange_is_refused(const struct exchange *exchange);
+
+/* True while a response may still be sent: the client is there and nothing was sent yet. */
+int exchange_can_respond(const struct exchange *exchange);
+
+/* Ends the connection after this response ("Connection: close"). */
 void exchange_close_after_response(struct exchange *exchange);
 
-/* Records that a response with this status and body length is being sent. */
-void exchange_responding(struct exchange *exchange, int status, uint64_t body_length);
+/* --- Work finishing later --- */
 
-/* Arms the send timeout for a long body (and disarms the idle read timeout, libevent #715). */
-void exchange_body_started(struct exchange *exchange);
+/*
+ * Looks mid up (kind LOOKUP_PROBE ignores it) in the lookup pool, within the
+ * lookup deadline. Later, on the worker's loop, on_deadline runs if the
+ * deadline passes first while a response can still be sent, and on_result
+ * runs when the lookup ends, always: the client may have left or the deadline
+ * answered meanwhile, and what was learned is still worth keeping
+ * (exchange_can_respond says whether to answer). -1 when the lookup cannot be
+ * queued: the caller answers 503. Both callbacks get arg.
+ */
+typedef void (*exchange_wait_cb)(struct exchange *exchange, void *arg);
 
-/* Drops a reference; the last one frees the exchange. */
-void exchange_release(struct exchange *exchange);
+int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
+		    exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg);
+
+/* The lookup's job: its answer once on_result runs. */
+struct lookup_job *exchange_job(struct exchange *exchange);
+
+/* --- The response --- */
+
+/* Fills an output buffer with a response body (text and file segments). */
+typedef void (*exchange_fill_cb)(struct evbuffer *output, const void *context);
+
+/*
+ * Sends the response: head (status, reason and fields set by the caller; the
+ * exchange adds the protocol version, Date and Connection), then, unless the
+ * request is HEAD, the body_length bytes fill adds. File segments added to
+ * the output go out by sendfile. Only while exchange_can_respond; a head that
+ * cannot be formatted is logged and the connection closed, never cut.
+ */
+void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_length,
+		   exchange_fill_cb fill, const void *context);
 
 #endif

@@ -18,7 +18,7 @@
 
 #include "lookup_cache.h"
 #include "media.h"
-#include "response.h"
+#include "response_file.h"
 
 struct file_cache;
 struct file_cache_entry;

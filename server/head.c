@@ -39,11 +39,33 @@ static void put_number(struct builder *b, uint64_t value)
 	put(b, digits + sizeof(digits) - count, count);
 }
 
+/* A value that could end its line early is refused: the whole head fails. */
 static void put_line(struct builder *b, const char *name, const char *value)
 {
+	if (!head_value_is_safe(value)) {
+		b->overflow = 1;
+		return;
+	}
 	put_text(b, name);
 	put_text(b, value);
 	put(b, "\r\n", 2);
+}
+
+int head_value_is_safe(const char *value)
+{
+	for (const unsigned char *c = (const unsigned char *)value; *c != '\0'; c++) {
+		if ((*c < 0x20 && *c != '\t') || *c == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+int head_add_field(struct head *head, const char *name, const char *value)
+{
+	if (head->field_count == HEAD_FIELDS_MAX)
+		return -1;
+	head->fields[head->field_count++] = (struct head_field){name, value};
+	return 0;
 }
 
 size_t head_format(char *out, size_t out_size, const struct head *head)
@@ -69,8 +91,10 @@ size_t head_format(char *out, size_t out_size, const struct head *head)
 		put_text(&b, head->file_lines);
 	if (head->accept_ranges)
 		put_text(&b, "Accept-Ranges: bytes\r\n");
-	if (head->extra_lines != NULL)
-		put_text(&b, head->extra_lines);
+	for (size_t i = 0; i < head->field_count; i++) {
+		put_text(&b, head->fields[i].name);
+		put_line(&b, ": ", head->fields[i].value);
+	}
 	if (head->connection == HEAD_CONNECTION_CLOSE)
 		put_text(&b, "Connection: close\r\n");
 	else if (head->connection == HEAD_CONNECTION_KEEP_ALIVE)

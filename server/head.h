@@ -1,6 +1,8 @@
 /*
  * head: the status line and header block of a response, formatted in one
- * pass into one buffer. Pure. musicd writes its response heads itself instead
+ * pass into one buffer. Pure. It is the one formatter of every head musicd
+ * sends: a head that does not fit, or a value holding CR, LF or another
+ * control byte, is refused whole (0), never cut or split into extra lines. musicd writes its response heads itself instead
  * of through evhttp's header list (two allocations and a printf per header,
  * and a date formatted per response): the per-file part is precomputed once
  * per open file (head_file_lines), the date once per second per worker.
@@ -20,6 +22,14 @@ enum head_connection {
 	HEAD_CONNECTION_KEEP_ALIVE, /* "Connection: keep-alive", for an HTTP/1.0 client that asked */
 };
 
+/* Fields a head carries besides the ones it names (Allow, Retry-After, offload headers ...). */
+#define HEAD_FIELDS_MAX 6
+
+struct head_field {
+	const char *name;  /* "Allow" */
+	const char *value; /* "GET, HEAD" */
+};
+
 struct head {
 	int http_minor;		   /* answer in the request's HTTP/1.x */
 	int status;
@@ -31,16 +41,24 @@ struct head {
 	const char *content_range; /* the value; NULL: none */
 	const char *file_lines;	   /* from head_file_lines; NULL: none */
 	int accept_ranges;
-	const char *extra_lines;   /* complete "Name: value\r\n" lines; NULL: none */
+	struct head_field fields[HEAD_FIELDS_MAX]; /* in order, after the named ones */
+	size_t field_count;
 	enum head_connection connection;
 };
 
-/* Formats head into out; returns its length, or 0 if it does not fit. */
+/* Appends a field (name and value must outlive the head); -1 when HEAD_FIELDS_MAX are taken. */
+int head_add_field(struct head *head, const char *name, const char *value);
+
+/* True when value can stand in a header field: no control byte but a tab, no DEL. */
+int head_value_is_safe(const char *value);
+
+/* Formats head into out; returns its length, or 0 if it does not fit or a value is unsafe. */
 size_t head_format(char *out, size_t out_size, const struct head *head);
 
 /*
  * The lines every answer about one file repeats: Last-Modified, ETag and
- * Cache-Control (NULL: none). Returns the length, or 0 if it does not fit.
+ * Cache-Control (NULL: none). Returns the length, or 0 if it does not fit
+ * or a value is unsafe.
  */
 size_t head_file_lines(char *out, size_t out_size, const char *last_modified, const char *etag,
 		       const char *cache_control);

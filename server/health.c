@@ -8,9 +8,12 @@
 #include "log.h"
 #include "response.h"
 
-static void on_probe_result(struct exchange *exchange)
+static void on_probe_result(struct exchange *exchange, void *arg)
 {
-	const struct lookup_job *job = &exchange->job;
+	const struct lookup_job *job = exchange_job(exchange);
+	(void)arg;
+	if (!exchange_can_respond(exchange))
+		return;
 	if (job->status == LOOKUP_NOT_FOUND || job->status == LOOKUP_FOUND) {
 		response_send_text(exchange, 200, "ok\n");
 		return;
@@ -19,14 +22,15 @@ static void on_probe_result(struct exchange *exchange)
 	response_send_error(exchange, 503);
 }
 
-static void on_probe_deadline(struct exchange *exchange)
+static void on_probe_deadline(struct exchange *exchange, void *arg)
 {
+	(void)arg;
 	log_warn("healthz: database did not answer in time");
 	response_send_error(exchange, 503);
 }
 
 void health_handle(struct exchange *exchange)
 {
-	if (exchange_lookup(exchange, LOOKUP_PROBE, "", on_probe_result, on_probe_deadline) < 0)
+	if (exchange_lookup(exchange, LOOKUP_PROBE, "", on_probe_result, on_probe_deadline, NULL) < 0)
 		response_send_error(exchange, 503);
 }

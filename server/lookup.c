@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* An id no document has: probes make the same round trip as real lookups. */
@@ -37,28 +38,6 @@ struct lookup_pool {
 	pthread_t *threads;
 	unsigned thread_count;
 };
-
-struct timespec lookup_deadline_after(unsigned milliseconds)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	t.tv_sec += milliseconds / 1000;
-	t.tv_nsec += (long)(milliseconds % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
-/* Milliseconds from now to deadline (negative when passed). */
-static long lookup_ms_until(const struct timespec *deadline)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long)(deadline->tv_sec - now.tv_sec) * 1000L +
-	       (deadline->tv_nsec - now.tv_nsec) / 1000000L;
-}
 
 const char *lookup_status_describe(enum lookup_status status)
 {
@@ -165,7 +144,7 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
 		    struct lookup_job *job)
 {
-	if (lookup_ms_until(&job->deadline) <= 0) {
+	if (clock_ms_until(&job->deadline) <= 0) {
 		job->status = LOOKUP_UNAVAILABLE;
 		snprintf(job->detail, sizeof(job->detail), "deadline passed while queued");
 		return;
@@ -173,25 +152,17 @@ static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
 	uint32_t domain = find_once(pool, collection, job);
 	/* A stale pooled socket fails fast; one more try if most of the time is left. */
 	if (domain == MONGOC_ERROR_STREAM &&
-	    lookup_ms_until(&job->deadline) > (long)pool->timeout_ms / 2) {
+	    clock_ms_until(&job->deadline) > (long)pool->timeout_ms / 2) {
 		log_debug("lookup %s: retrying after: %s", job->mid, job->detail);
 		job->detail[0] = '\0';
 		find_once(pool, collection, job);
 	}
 }
 
-static void deliver_on_worker(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	struct lookup_job *job = arg;
-	job->on_done(job);
-}
-
+/* Thread-safe (evthread_use_pthreads) and allocation-free: a job is never dropped here. */
 static void deliver(struct lookup_job *job)
 {
-	if (event_base_once(job->reply_base, -1, EV_TIMEOUT, deliver_on_worker, job, NULL) < 0)
-		log_error("lookup %s: cannot hand the result back to its worker", job->mid);
+	event_active(job->delivery, EV_TIMEOUT, 1);
 }
 
 static struct lookup_job *take_job(struct lookup_pool *pool)

@@ -2,8 +2,9 @@
  * lookup: the pool of threads that run findById against MongoDB, so that no
  * worker's event loop ever waits on the database. A worker submits a job;
  * a lookup thread runs it on a client from the shared mongoc_client_pool_t
- * and hands the job back to the worker's own loop (event_base_once), where
- * on_done runs. Lookup threads never touch the HTTP request.
+ * and hands the job back by activating the job's delivery event, which the
+ * submitter made on its own loop beforehand: handing back allocates nothing
+ * and cannot fail. Lookup threads never touch the HTTP request.
  */
 #ifndef MUSICD_LOOKUP_H
 #define MUSICD_LOOKUP_H
@@ -28,16 +29,16 @@ enum lookup_status {
 };
 
 /*
- * One lookup. The submitter owns the job; between lookup_submit and on_done
- * the pool holds it and the submitter must not free it. on_done runs on
- * reply_base's thread and takes back ownership, including of path.
+ * One lookup. The submitter owns the job; between lookup_submit and the
+ * delivery event's callback the pool holds it and the submitter must not
+ * free it. The callback runs on the delivery event's loop and takes back
+ * ownership, including of path.
  */
 struct lookup_job {
 	enum lookup_kind kind;
 	char mid[OBJECTID_HEX_LENGTH + 1];
 	struct timespec deadline; /* CLOCK_MONOTONIC; a job still queued past it is not run */
-	struct event_base *reply_base;
-	void (*on_done)(struct lookup_job *job);
+	struct event *delivery; /* made by the submitter (no fd); activated once, when done */
 
 	enum lookup_status status;
 	char *path;	    /* malloc'd when status is LOOKUP_FOUND */
@@ -58,8 +59,5 @@ int lookup_submit(struct lookup_pool *pool, struct lookup_job *job);
 void lookup_pool_stop(struct lookup_pool *pool);
 
 const char *lookup_status_describe(enum lookup_status status);
-
-/* now + milliseconds, on CLOCK_MONOTONIC. */
-struct timespec lookup_deadline_after(unsigned milliseconds);
 
 #endif

@@ -10,6 +10,7 @@
 #include <mongoc/mongoc.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,14 +88,15 @@ static unsigned long long raise_descriptor_limit(void)
 	return (unsigned long long)limit.rlim_cur;
 }
 
-static void log_connection_room(const struct config *config, unsigned long long limit)
+/* Connections the descriptor limit leaves room for, besides listeners, logs, libmongoc's sockets and cached files. */
+static unsigned connection_room(const struct config *config, unsigned long long limit)
 {
-	/* Reserve the listeners, log files, libmongoc's sockets and cached files. */
 	long long reserved = (long long)config->workers + (long long)config->lookup_threads * 2 +
 			     (long long)config->open_file_cache_entries + 64;
 	long long room = (long long)limit - reserved;
-	log_info("descriptor limit %llu: room for about %lld concurrent connections", limit,
-		 room > 0 ? room : 0);
+	if (room < 1)
+		return 1;
+	return room > CONFIG_MAX_CONNECTIONS ? CONFIG_MAX_CONNECTIONS : (unsigned)room;
 }
 
 static void log_cache_stats(const struct service *service)
@@ -152,6 +154,7 @@ static int serve(const struct config *config, struct service *service, const sig
 	char error[CONFIG_ERROR_MAX];
 	int listen_fds[CONFIG_MAX_WORKERS];
 	struct worker *workers = calloc(config->workers, sizeof(*workers));
+	atomic_uint open_connections = 0;
 	unsigned started = 0;
 	int status = EXIT_CONFIG;
 
@@ -170,8 +173,8 @@ static int serve(const struct config *config, struct service *service, const sig
 		return EXIT_CONFIG;
 	}
 	for (; started < config->workers; started++) {
-		if (worker_init(&workers[started], started, service, listen_fds[started], error,
-				sizeof(error)) < 0 ||
+		if (worker_init(&workers[started], started, service, &open_connections,
+				listen_fds[started], error, sizeof(error)) < 0 ||
 		    worker_start(&workers[started]) < 0) {
 			fail(error);
 			for (unsigned i = started + 1; i < config->workers; i++)
@@ -183,7 +186,8 @@ static int serve(const struct config *config, struct service *service, const sig
 	log_info("musicd %s listening on %s:%u (%u workers, %u lookup threads, database %s.%s)",
 		 MUSICD_VERSION, config->listen_host, config->listen_port, config->workers,
 		 config->lookup_threads, config->database, config->collection);
-	log_connection_room(config, descriptor_limit);
+	log_info("descriptor limit %llu: at most %u connections at once", descriptor_limit,
+		 config->max_connections);
 	log_info("files are delivered by %s", service->delivery->name);
 
 	int signal_number = 0;
@@ -258,6 +262,8 @@ int main(int argc, char **argv)
 		goto out_caches;
 	}
 	unsigned long long descriptor_limit = raise_descriptor_limit();
+	if (config.max_connections == 0)
+		config.max_connections = connection_room(&config, descriptor_limit);
 	block_stop_signals(&stop_signals);
 	mongoc_log_set_handler(on_mongoc_log, NULL);
 	mongoc_init();

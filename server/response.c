@@ -1,16 +1,11 @@
 /*
- * response: writes answers on evhttp's connections. evhttp parses requests
- * and owns each connection's life (keep-alive, pipelining, timeouts,
- * closing); musicd writes the response head itself (head.c), puts file parts
- * as segments straight into the connection's socket-draining output buffer
- * so they go out by sendfile, then hands the request back to evhttp with
- * evhttp_send_reply_end, exactly as after evhttp_send_reply_start.
+ * response: every answer musicd gives, as a head (head.c's fields) and a
+ * body filler; the exchange writes both. No header is formatted here: each
+ * is a field of the head, so one bounded formatter decides whether the whole
+ * head fits.
  */
 #include "response.h"
 
-#include <event2/bufferevent.h>
-#include <event2/http.h>
-#include <event2/http_struct.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +16,6 @@
 #include "log.h"
 #include "multipart.h"
 #include "route.h"
-#include "worker.h"
-
-/* Headers, then each part of a multipart body, before leaving it to the loop. */
-#define FLUSH_WRITES_MAX 8
 
 const char *response_reason(int status)
 {
@@ -39,6 +30,8 @@ const char *response_reason(int status)
 		return "Bad Request";
 	case 404:
 		return "Not Found";
+	case 408:
+		return "Request Timeout";
 	case 405:
 		return "Method Not Allowed";
 	case 412:
@@ -54,99 +47,16 @@ const char *response_reason(int status)
 }
 
 /*
- * Writes what is queued straight to the socket, instead of waiting for the
- * loop to report the socket writable: the head by writev, file parts by
- * sendfile, as far as the socket takes them. If everything went out, the
- * bufferevent's write callback runs now, so evhttp completes the request (and
- * re-arms reading) in this same loop iteration: one wake-up per request, as
- * nginx. Whatever the socket did not take is left to the bufferevent, with
- * reading on too, as evhttp does while writing, to notice a client leaving.
- * The exchange's request may be complete (and freed) when this returns.
- */
-static void flush_to_socket(struct bufferevent *bev)
-{
-	struct evbuffer *output = bufferevent_get_output(bev);
-	evutil_socket_t fd = bufferevent_getfd(bev);
-
-	/* The bufferevent keeps its output's start frozen; it alone drains it, except here. */
-	evbuffer_unfreeze(output, 1);
-	for (int attempt = 0; attempt < FLUSH_WRITES_MAX && evbuffer_get_length(output) > 0;
-	     attempt++) {
-		if (evbuffer_write(output, fd) <= 0)
-			break; /* the socket is full, or failed: the bufferevent takes over */
-	}
-	evbuffer_freeze(output, 1);
-	if (evbuffer_get_length(output) == 0)
-		bufferevent_trigger(bev, EV_WRITE, 0);
-	else
-		bufferevent_enable(bev, EV_READ | EV_WRITE);
-}
-
-/*
- * What the Connection header must say, decided as evhttp decides whether to
- * keep the connection after this response (evhttp_send_done), so the two
- * always agree.
- */
-static enum head_connection connection_header(const struct exchange *exchange)
-{
-	struct evhttp_request *req = exchange->req;
-	struct evkeyvalq *input = evhttp_request_get_input_headers(req);
-	const char *connection = evhttp_find_header(input, "Connection");
-	int asked_close, asked_keep_alive = connection && evutil_ascii_strcasecmp(connection,
-									       "keep-alive") == 0;
-	if (req->flags & EVHTTP_PROXY_REQUEST) {
-		const char *proxy = evhttp_find_header(input, "Proxy-Connection");
-		asked_close = proxy == NULL || evutil_ascii_strcasecmp(proxy, "keep-alive") != 0;
-	} else {
-		asked_close = connection && evutil_ascii_strcasecmp(connection, "close") == 0;
-	}
-	if (exchange->close_after || (asked_close && req->type != EVHTTP_REQ_CONNECT))
-		return HEAD_CONNECTION_CLOSE;
-	if (req->major == 1 && req->minor == 0)
-		return asked_keep_alive ? HEAD_CONNECTION_KEEP_ALIVE : HEAD_CONNECTION_NONE;
-	return HEAD_CONNECTION_NONE;
-}
-
-/*
- * Sends head, then (unless HEAD) the body fill adds: body_length bytes of
- * text and file segments. Adding a segment cannot fail for a validated range
- * except on allocation failure, and a failed add would drop the caller's
- * reference to a possibly shared segment (DESIGN.md): so that aborts.
+ * Hands head and body to the exchange. Adding a segment cannot fail for a
+ * validated range except on allocation failure, and a failed add would drop
+ * the caller's reference to a possibly shared segment (DESIGN.md): so that
+ * aborts (add_part, fill_text).
  */
 static void send_reply(struct exchange *exchange, struct head *head, uint64_t body_length,
-		       void (*fill)(struct evbuffer *output, const void *context),
-		       const void *context)
+		       exchange_fill_cb fill, const void *context)
 {
-	struct evhttp_request *req = exchange->req;
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(exchange->connection);
-	struct evbuffer *output = bufferevent_get_output(bev);
-	char text[HEAD_MAX];
-
-	head->http_minor = req->minor;
 	head->reason = response_reason(head->status);
-	head->date = worker_date(exchange->worker);
-	head->connection = connection_header(exchange);
-	size_t length = head_format(text, sizeof(text), head);
-	if (length == 0 || evbuffer_add(output, text, length) < 0) {
-		log_error("cannot queue a %d response head; closing the connection", head->status);
-		evhttp_connection_free(exchange->connection);
-		return;
-	}
-	int with_body = fill != NULL && body_length > 0 && !exchange_is_head(exchange);
-	exchange_responding(exchange, head->status, with_body ? body_length : 0);
-	if (with_body) {
-		exchange_body_started(exchange);
-		fill(output, context);
-	}
-
-	/* As evhttp_write_buffer does: while writing, reading only watches for the client leaving. */
-	bufferevent_data_cb write_done;
-	bufferevent_event_cb on_event;
-	void *connection;
-	bufferevent_getcb(bev, NULL, &write_done, &on_event, &connection);
-	bufferevent_setcb(bev, NULL, write_done, on_event, connection);
-	evhttp_send_reply_end(req);
-	flush_to_socket(bev);
+	exchange_send(exchange, head, body_length, fill, context);
 }
 
 struct text_body {
@@ -163,44 +73,48 @@ static void fill_text(struct evbuffer *output, const void *context)
 	}
 }
 
-static void send_text(struct exchange *exchange, int status, const char *body,
-		      const char *extra_lines)
+/* A short text/plain head for body; the caller may add fields before sending. */
+static struct head text_head(int status, const struct text_body *text)
 {
-	struct text_body text = {body, strlen(body)};
-	struct head head = {
+	return (struct head){
 		.status = status,
 		.content_type = "text/plain; charset=utf-8",
 		.has_length = 1,
-		.content_length = text.length,
-		.extra_lines = extra_lines,
+		.content_length = text->length,
 	};
-	send_reply(exchange, &head, text.length, fill_text, &text);
 }
 
 void response_send_text(struct exchange *exchange, int status, const char *body)
 {
-	send_text(exchange, status, body, NULL);
+	struct text_body text = {body, strlen(body)};
+	struct head head = text_head(status, &text);
+	send_reply(exchange, &head, text.length, fill_text, &text);
 }
 
-/* An error answer, with these lines besides Cache-Control. */
-static void send_error_with(struct exchange *exchange, int status, const char *lines)
+/* An error answer: "404 Not Found\n", the error Cache-Control, and one more field if any. */
+static void send_error_with(struct exchange *exchange, int status, const char *name,
+			    const char *value)
 {
-	const char *cache_control = exchange->worker->service->config->error_cache_control;
-	char extra[512], body[64];
-	snprintf(extra, sizeof(extra), "%s%s%s%s", cache_control ? "Cache-Control: " : "",
-		 cache_control ? cache_control : "", cache_control ? "\r\n" : "", lines);
+	const char *cache_control = exchange_config(exchange)->error_cache_control;
+	char body[64];
 	snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
-	send_text(exchange, status, body, extra);
+	struct text_body text = {body, strlen(body)};
+	struct head head = text_head(status, &text);
+	if (cache_control != NULL)
+		head_add_field(&head, "Cache-Control", cache_control);
+	if (name != NULL)
+		head_add_field(&head, name, value);
+	send_reply(exchange, &head, text.length, fill_text, &text);
 }
 
 void response_send_error(struct exchange *exchange, int status)
 {
-	const char *lines = "";
 	if (status == 405)
-		lines = "Allow: " ROUTE_ALLOWED_METHODS "\r\n";
+		send_error_with(exchange, status, "Allow", ROUTE_ALLOWED_METHODS);
 	else if (status == 503)
-		lines = "Retry-After: " RESPONSE_RETRY_AFTER_SECONDS "\r\n";
-	send_error_with(exchange, status, lines);
+		send_error_with(exchange, status, "Retry-After", RESPONSE_RETRY_AFTER_SECONDS);
+	else
+		send_error_with(exchange, status, NULL, NULL);
 }
 
 /* Queues [first, last] of the file (see send_reply for why failure aborts). */
@@ -315,9 +229,8 @@ void response_send_multipart(struct exchange *exchange, const struct response_fi
 void response_send_unsatisfiable(struct exchange *exchange, const struct response_file *file)
 {
 	char content_range[64];
-	snprintf(content_range, sizeof(content_range), "Content-Range: bytes */%" PRIu64 "\r\n",
-		 file->size);
-	send_error_with(exchange, 416, content_range);
+	snprintf(content_range, sizeof(content_range), "bytes */%" PRIu64, file->size);
+	send_error_with(exchange, 416, "Content-Range", content_range);
 }
 
 void response_send_not_modified(struct exchange *exchange, const struct response_file *file)
@@ -330,23 +243,15 @@ void response_send_not_modified(struct exchange *exchange, const struct response
 void response_send_offload(struct exchange *exchange, const struct response_file *file,
 			   const char *header, const char *value)
 {
-	char offload[HEAD_MAX / 2];
-	int written = snprintf(offload, sizeof(offload), "%s%s%s%s: %s\r\n",
-			       file->cache_control ? "Cache-Control: " : "",
-			       file->cache_control ? file->cache_control : "",
-			       file->cache_control ? "\r\n" : "", header, value);
-	if (written < 0 || (size_t)written >= sizeof(offload)) {
-		log_error("%s header too long for %s", header, file->resolved_path);
-		response_send_error(exchange, 500);
-		return;
-	}
 	/* Headers only: the front server replaces the (empty) body with the file. */
 	struct head head = {
 		.status = 200,
 		.content_type = file->content_type,
 		.has_length = 1,
 		.content_length = 0,
-		.extra_lines = offload,
 	};
+	if (file->cache_control != NULL)
+		head_add_field(&head, "Cache-Control", file->cache_control);
+	head_add_field(&head, header, value);
 	send_reply(exchange, &head, 0, NULL, NULL);
 }

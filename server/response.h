@@ -1,35 +1,22 @@
 /*
- * response: writes answers on evhttp's connections. Error answers are short
- * text/plain; file answers put the file's bytes in the connection's
- * socket-draining buffer so libevent sends them with sendfile(2), never
- * through user space. HEAD gets the same headers and no body.
+ * response: composes answers (heads and bodies) and hands them to the
+ * exchange, which puts them on the wire. Error answers are short
+ * text/plain; file answers are file segments, which the exchange's
+ * socket-draining output sends with sendfile(2), never through user space.
+ * HEAD gets the same headers and no body. Each function answers only while
+ * the exchange can still respond, and does nothing otherwise.
  */
 #ifndef MUSICD_RESPONSE_H
 #define MUSICD_RESPONSE_H
 
-#include <event2/buffer.h>
 #include <stdint.h>
 
 #include "exchange.h"
 #include "range.h"
-#include "validators.h"
+#include "response_file.h"
 
 /* The seconds a 503 asks clients to wait before retrying. */
 #define RESPONSE_RETRY_AFTER_SECONDS "5"
-
-/* What a response needs of an open file; header values are precomputed. */
-struct response_file {
-	struct evbuffer_file_segment *segment; /* borrowed: the caller keeps its reference */
-	uint64_t size;
-	time_t mtime;
-	const char *content_type;
-	const char *cache_control; /* NULL for none */
-	const char *file_lines;	   /* Last-Modified, ETag, Cache-Control lines (head_file_lines) */
-	const char *resolved_path; /* canonical path, for the offload headers */
-	int root_index;		   /* the media root containing it */
-	char etag[ETAG_MAX];
-	char last_modified[HTTP_DATE_MAX];
-};
 
 /*
  * Sends status with a one-line text/plain body ("404 Not Found"). 405 carries

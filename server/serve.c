@@ -5,15 +5,12 @@
  */
 #include "serve.h"
 
-#include <event2/http.h>
-
 #include "cond.h"
 #include "range.h"
-#include "worker.h"
 
 static const char *request_header(struct exchange *exchange, const char *name)
 {
-	return evhttp_find_header(evhttp_request_get_input_headers(exchange->req), name);
+	return exchange_header(exchange, name);
 }
 
 static void serve_ranges(struct exchange *exchange, const struct response_file *file,
@@ -21,7 +18,7 @@ static void serve_ranges(struct exchange *exchange, const struct response_file *
 {
 	struct byte_range parts[RANGE_MAX_PARTS_LIMIT];
 	size_t count = 0;
-	unsigned max_parts = exchange->worker->service->config->max_ranges;
+	unsigned max_parts = exchange_config(exchange)->max_ranges;
 
 	switch (range_parse(range_header, file->size, max_parts, parts, &count)) {
 	case RANGE_WHOLE:

@@ -17,12 +17,11 @@
 #include "log.h"
 #include "media.h"
 #include "response.h"
-#include "worker.h"
 
 /* Opens (or finds open) the file at path and answers with it, or 404 and a log line. */
-static void serve_path(struct exchange *exchange, const char *mid, const char *path)
+static void serve_path(struct exchange *exchange, const struct service *service, const char *mid,
+		       const char *path)
 {
-	const struct service *service = exchange->worker->service;
 	struct file_cache_entry *entry = file_cache_get(service->file_cache, path);
 	if (entry == NULL) {
 		struct media_file file;
@@ -36,30 +35,36 @@ static void serve_path(struct exchange *exchange, const char *mid, const char *p
 			return;
 		}
 		entry = file_cache_insert(service->file_cache, path, &file,
-					  service->config->cache_control);
+					  exchange_config(exchange)->cache_control);
 		if (entry == NULL) {
 			log_error("mid=%s: out of memory opening the file", mid);
 			response_send_error(exchange, 500);
 			return;
 		}
 	}
-	service->delivery->respond(exchange, file_cache_response(entry));
+	service->delivery->respond(exchange, file_cache_response(entry), &service->media_roots);
 	/* Responses still sending hold their own segment references. */
 	file_cache_release(service->file_cache, entry);
 }
 
-static void respond_to_lookup(struct exchange *exchange)
+/* Runs when the lookup ends, even if the client left or the deadline answered meanwhile. */
+static void respond_to_lookup(struct exchange *exchange, void *arg)
 {
-	const struct service *service = exchange->worker->service;
-	struct lookup_job *job = &exchange->job;
+	const struct service *service = arg;
+	struct lookup_job *job = exchange_job(exchange);
+	/* What was learned is kept either way. */
+	if (job->status == LOOKUP_FOUND)
+		lookup_cache_put(service->lookup_cache, job->mid, job->path);
+	else if (job->status == LOOKUP_NOT_FOUND)
+		lookup_cache_put(service->lookup_cache, job->mid, NULL);
+	if (!exchange_can_respond(exchange))
+		return;
 	switch (job->status) {
 	case LOOKUP_FOUND:
-		lookup_cache_put(service->lookup_cache, job->mid, job->path);
-		serve_path(exchange, job->mid, job->path);
+		serve_path(exchange, service, job->mid, job->path);
 		return;
 	case LOOKUP_NOT_FOUND:
 		log_debug("mid=%s: no such document", job->mid);
-		lookup_cache_put(service->lookup_cache, job->mid, NULL);
 		response_send_error(exchange, 404);
 		return;
 	case LOOKUP_NO_PATH:
@@ -77,20 +82,20 @@ static void respond_to_lookup(struct exchange *exchange)
 	}
 }
 
-static void on_lookup_deadline(struct exchange *exchange)
+static void on_lookup_deadline(struct exchange *exchange, void *arg)
 {
-	log_warn("mid=%s: database did not answer within %u ms", exchange->job.mid,
-		 exchange->worker->service->config->lookup_timeout_ms);
+	(void)arg;
+	log_warn("mid=%s: database did not answer within %u ms", exchange_job(exchange)->mid,
+		 exchange_config(exchange)->lookup_timeout_ms);
 	response_send_error(exchange, 503);
 }
 
-void track_handle(struct exchange *exchange, const char *mid)
+void track_handle(struct exchange *exchange, const char *mid, const struct service *service)
 {
-	const struct service *service = exchange->worker->service;
 	char path[PATH_MAX];
 	switch (lookup_cache_get(service->lookup_cache, mid, path, sizeof(path))) {
 	case LOOKUP_CACHE_HIT:
-		serve_path(exchange, mid, path);
+		serve_path(exchange, service, mid, path);
 		return;
 	case LOOKUP_CACHE_NEGATIVE:
 		response_send_error(exchange, 404);
@@ -98,8 +103,8 @@ void track_handle(struct exchange *exchange, const char *mid)
 	case LOOKUP_CACHE_MISS:
 		break;
 	}
-	if (exchange_lookup(exchange, LOOKUP_FIND_TRACK, mid, respond_to_lookup,
-			    on_lookup_deadline) < 0) {
+	if (exchange_lookup(exchange, LOOKUP_FIND_TRACK, mid, respond_to_lookup, on_lookup_deadline,
+			    (void *)service) < 0) {
 		log_warn("mid=%s: cannot queue the lookup: too many in flight", mid);
 		response_send_error(exchange, 503);
 	}

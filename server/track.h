@@ -6,8 +6,9 @@
 #define MUSICD_TRACK_H
 
 #include "exchange.h"
+#include "service.h"
 
 /* Starts answering the track request for mid (a valid, lower-case ObjectId). */
-void track_handle(struct exchange *exchange, const char *mid);
+void track_handle(struct exchange *exchange, const char *mid, const struct service *service);
 
 #endif

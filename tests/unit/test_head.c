@@ -140,15 +140,74 @@ static void test_connection_close_and_keep_alive_lines(void **state)
 	free(text);
 }
 
-static void test_extra_lines_come_before_the_blank_line(void **state)
+static void test_fields_come_in_order_before_the_blank_line(void **state)
 {
 	(void)state;
 	struct head head = file_head();
-	head.extra_lines = "Allow: GET, HEAD\r\n";
+	assert_int_equal(head_add_field(&head, "Allow", "GET, HEAD"), 0);
+	assert_int_equal(head_add_field(&head, "Retry-After", "5"), 0);
 	size_t length;
 	char *text = format(&head, HEAD_MAX, &length);
-	assert_non_null(strstr(text, "\r\nAllow: GET, HEAD\r\n\r\n"));
+	assert_non_null(strstr(text, "\r\nAllow: GET, HEAD\r\nRetry-After: 5\r\n\r\n"));
 	free(text);
+}
+
+static void test_no_more_fields_than_the_limit(void **state)
+{
+	(void)state;
+	struct head head = file_head();
+	for (int i = 0; i < HEAD_FIELDS_MAX; i++)
+		assert_int_equal(head_add_field(&head, "X-A", "b"), 0);
+	assert_int_equal(head_add_field(&head, "X-A", "b"), -1);
+	assert_int_equal(head.field_count, HEAD_FIELDS_MAX);
+}
+
+static void test_value_with_a_line_break_refuses_the_whole_head(void **state)
+{
+	(void)state;
+	const char *values[] = {"no-store\r\nSet-Cookie: x=1", "a\nb", "a\rb", "a\x01", "a\x7f"};
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		struct head head = file_head();
+		head_add_field(&head, "Cache-Control", values[i]);
+		size_t length;
+		char *text = format(&head, HEAD_MAX, &length);
+		assert_int_equal(length, 0);
+		free(text);
+	}
+	struct head head = file_head();
+	head.content_type = "audio/mpeg\r\nX: y";
+	size_t length;
+	char *text = format(&head, HEAD_MAX, &length);
+	assert_int_equal(length, 0);
+	free(text);
+}
+
+static void test_value_with_a_tab_is_kept(void **state)
+{
+	(void)state;
+	struct head head = file_head();
+	head_add_field(&head, "X-Note", "a\tb");
+	size_t length;
+	char *text = format(&head, HEAD_MAX, &length);
+	assert_non_null(strstr(text, "\r\nX-Note: a\tb\r\n"));
+	free(text);
+}
+
+static void test_long_field_that_does_not_fit_refuses_the_head(void **state)
+{
+	(void)state;
+	char *value = malloc(HEAD_MAX);
+	assert_non_null(value);
+	memset(value, 'a', HEAD_MAX - 1);
+	value[HEAD_MAX - 1] = '\0';
+	struct head head = file_head();
+	head_add_field(&head, "Cache-Control", value);
+	head_add_field(&head, "Allow", "GET, HEAD");
+	size_t length;
+	char *text = format(&head, HEAD_MAX, &length);
+	assert_int_equal(length, 0);
+	free(text);
+	free(value);
 }
 
 static void test_head_that_does_not_fit_is_refused_at_every_size(void **state)
@@ -182,6 +241,13 @@ static void test_file_lines_exact_bytes_with_and_without_cache_control(void **st
 	assert_string_equal(out, "Last-Modified: " DATE "\r\nETag: \"a-b\"\r\n");
 }
 
+static void test_file_lines_refuse_an_unsafe_cache_control(void **state)
+{
+	(void)state;
+	char out[256];
+	assert_int_equal(head_file_lines(out, sizeof(out), DATE, "\"a-b\"", "public\r\nX: y"), 0);
+}
+
 static void test_file_lines_need_room_for_their_terminator(void **state)
 {
 	(void)state;
@@ -201,10 +267,15 @@ int main(void)
 		cmocka_unit_test(test_largest_length_is_written_in_full),
 		cmocka_unit_test(test_http_1_0_request_gets_an_http_1_0_status_line),
 		cmocka_unit_test(test_connection_close_and_keep_alive_lines),
-		cmocka_unit_test(test_extra_lines_come_before_the_blank_line),
+		cmocka_unit_test(test_fields_come_in_order_before_the_blank_line),
+		cmocka_unit_test(test_no_more_fields_than_the_limit),
+		cmocka_unit_test(test_value_with_a_line_break_refuses_the_whole_head),
+		cmocka_unit_test(test_value_with_a_tab_is_kept),
+		cmocka_unit_test(test_long_field_that_does_not_fit_refuses_the_head),
 		cmocka_unit_test(test_head_that_does_not_fit_is_refused_at_every_size),
 		cmocka_unit_test(test_file_lines_exact_bytes_with_and_without_cache_control),
 		cmocka_unit_test(test_file_lines_need_room_for_their_terminator),
+		cmocka_unit_test(test_file_lines_refuse_an_unsafe_cache_control),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
