@@ -504,29 +504,27 @@ static int body_is_read(enum evhttp_cmd_type method)
 	return method != EVHTTP_REQ_HEAD && method != EVHTTP_REQ_TRACE;
 }
 
-/* Every line of the header name, up to max; returns how many there are (possibly more than max). */
-static size_t header_lines(struct evkeyvalq *headers, const char *name, const char **values,
-			   size_t max)
+/* Keeps value as the next of *count lines (only the first FRAMING_LINES_MAX are kept). */
+static void keep_line(const char **values, size_t *count, const char *value)
 {
-	size_t count = 0;
-	for (struct evkeyval *header = headers->tqh_first; header != NULL;
-	     header = header->next.tqe_next) {
-		if (evutil_ascii_strcasecmp(header->key, name) != 0)
-			continue;
-		if (count < max)
-			values[count] = header->value;
-		count++;
-	}
-	return count;
+	if (*count < FRAMING_LINES_MAX)
+		values[*count] = value;
+	(*count)++;
 }
 
 static int framing_refused(struct evhttp_request *req)
 {
 	struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
 	const char *lengths[FRAMING_LINES_MAX], *encodings[FRAMING_LINES_MAX];
-	size_t length_count = header_lines(headers, "Content-Length", lengths, FRAMING_LINES_MAX);
-	size_t encoding_count =
-		header_lines(headers, "Transfer-Encoding", encodings, FRAMING_LINES_MAX);
+	size_t length_count = 0, encoding_count = 0;
+	/* One pass over the header list, which evhttp keeps in arrival order. */
+	for (struct evkeyval *header = headers->tqh_first; header != NULL;
+	     header = header->next.tqe_next) {
+		if (evutil_ascii_strcasecmp(header->key, "Content-Length") == 0)
+			keep_line(lengths, &length_count, header->value);
+		else if (evutil_ascii_strcasecmp(header->key, "Transfer-Encoding") == 0)
+			keep_line(encodings, &encoding_count, header->value);
+	}
 	if (length_count > FRAMING_LINES_MAX || encoding_count > FRAMING_LINES_MAX)
 		return 1;
 	struct framing_request framing = {
