@@ -61,9 +61,12 @@ struct connection {
 	struct evhttp_connection *evcon; /* NULL until set up */
 	struct bufferevent *bev;
 	evutil_socket_t fd;
-	struct event *timer;		       /* the set-up, then each head's deadline */
+	struct event *timer;		       /* the set-up, then the head deadline */
 	int set_up;
-	struct evbuffer_cb_entry *first_byte;  /* enabled while waiting for the next head */
+	int timer_armed;		       /* cheaper to keep than to ask event_pending */
+	int head_in_progress;		       /* from a head's first byte to its end */
+	struct timespec head_started;	       /* that first byte (CLOCK_MONOTONIC) */
+	struct evbuffer_cb_entry *first_byte;  /* on the input while waiting for the next head */
 	struct exchange *current;	       /* the exchange being answered, or NULL */
 	int peer_closed;		       /* the client's FIN arrived while a request waited */
 	int counted;			       /* holds a place under --max-connections */
@@ -247,12 +250,19 @@ static int remember_connection(struct exchange_server *server, struct connection
 	return 0;
 }
 
+static void stop_awaiting_first_byte(struct connection *connection)
+{
+	if (connection->first_byte != NULL) {
+		evbuffer_remove_cb_entry(bufferevent_get_input(connection->bev),
+					 connection->first_byte);
+		connection->first_byte = NULL;
+	}
+}
+
 static void connection_free(struct connection *connection)
 {
 	struct exchange_server *server = connection->server;
-	if (connection->first_byte != NULL)
-		evbuffer_remove_cb_entry(bufferevent_get_input(connection->bev),
-					 connection->first_byte);
+	stop_awaiting_first_byte(connection);
 	if (connection->fd >= 0 && (size_t)connection->fd < server->by_fd_size &&
 	    server->by_fd[connection->fd] == connection)
 		server->by_fd[connection->fd] = NULL;
@@ -262,28 +272,50 @@ static void connection_free(struct connection *connection)
 	free(connection);
 }
 
-static void arm_head_deadline(struct connection *connection)
+/*
+ * A head began: its deadline runs from now. The timer is not stopped when a
+ * head completes (that would cost a timer removal and insertion per
+ * request): when it fires it looks at the head in progress, if any, and
+ * either answers 408 or waits for that head's own deadline.
+ */
+static void head_begins(struct connection *connection)
 {
-	evtimer_add(connection->timer, &connection->server->header_timeout);
-}
-
-/* The next head's deadline starts with its first byte, which may have arrived already. */
-static void await_next_head(struct connection *connection)
-{
-	struct evbuffer *input = bufferevent_get_input(connection->bev);
-	if (evbuffer_get_length(input) > 0)
-		arm_head_deadline(connection);
-	else
-		evbuffer_cb_set_flags(input, connection->first_byte, EVBUFFER_CB_ENABLED);
+	connection->head_in_progress = 1;
+	connection->head_started = clock_now();
+	if (!connection->timer_armed) {
+		evtimer_add(connection->timer, &connection->server->header_timeout);
+		connection->timer_armed = 1;
+	}
 }
 
 static void on_input_added(struct evbuffer *input, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct connection *connection = arg;
+	(void)input;
 	if (info->n_added == 0)
 		return;
-	evbuffer_cb_clear_flags(input, connection->first_byte, EVBUFFER_CB_ENABLED);
-	arm_head_deadline(connection);
+	/* Safe inside the callback: evbuffer_invoke_callbacks_ took the next entry already. */
+	stop_awaiting_first_byte(connection);
+	head_begins(connection);
+}
+
+/*
+ * The next head's deadline starts with its first byte, which may have arrived
+ * already. Meanwhile a callback on the input notices it; it is there only
+ * until then, since any callback on a buffer makes each of evhttp's line
+ * reads walk the list.
+ */
+static void await_next_head(struct connection *connection)
+{
+	struct evbuffer *input = bufferevent_get_input(connection->bev);
+	if (evbuffer_get_length(input) > 0) {
+		head_begins(connection);
+		return;
+	}
+	if (connection->first_byte == NULL)
+		connection->first_byte = evbuffer_add_cb(input, on_input_added, connection);
+	if (connection->first_byte == NULL)
+		head_begins(connection); /* out of memory: count from now, which is stricter */
 }
 
 /* Reads and drops what the client already sent (bounded), then closes the connection. */
@@ -368,15 +400,11 @@ static void set_up_connection(struct connection *connection)
 	/* From here the close callback says when it goes; the reference taken at creation can go. */
 	bufferevent_decref(connection->bev);
 
-	connection->first_byte =
-		evbuffer_add_cb(bufferevent_get_input(connection->bev), on_input_added, connection);
-	if (connection->first_byte == NULL || remember_connection(server, connection) < 0) {
+	if (remember_connection(server, connection) < 0) {
 		log_error("out of memory for a connection; closing it");
 		evhttp_connection_free(evcon);
 		return;
 	}
-	evbuffer_cb_clear_flags(bufferevent_get_input(connection->bev), connection->first_byte,
-				EVBUFFER_CB_ENABLED);
 
 	connection->counted = 1;
 	unsigned open = atomic_fetch_add(settings->open_connections, 1) + 1;
@@ -391,7 +419,25 @@ static void set_up_connection(struct connection *connection)
 		return;
 	}
 	/* The first head's deadline runs from the connection's start. */
-	arm_head_deadline(connection);
+	head_begins(connection);
+}
+
+static void on_head_deadline(struct connection *connection)
+{
+	if (!connection->head_in_progress)
+		return; /* it completed; the next head re-arms the timer */
+	struct timeval limit = connection->server->header_timeout;
+	long limit_ms = (long)limit.tv_sec * 1000;
+	long elapsed_ms = (long)(clock_seconds_since(&connection->head_started) * 1000);
+	if (elapsed_ms >= limit_ms) {
+		on_head_timeout(connection);
+		return;
+	}
+	/* A later head is in progress: wait for its own deadline. */
+	long rest_ms = limit_ms - elapsed_ms;
+	struct timeval rest = {.tv_sec = rest_ms / 1000, .tv_usec = (rest_ms % 1000) * 1000};
+	evtimer_add(connection->timer, &rest);
+	connection->timer_armed = 1;
 }
 
 static void on_connection_timer(evutil_socket_t fd, short what, void *arg)
@@ -399,10 +445,12 @@ static void on_connection_timer(evutil_socket_t fd, short what, void *arg)
 	struct connection *connection = arg;
 	(void)fd;
 	(void)what;
-	if (!connection->set_up)
+	if (!connection->set_up) {
 		set_up_connection(connection);
-	else if (connection->current == NULL)
-		on_head_timeout(connection);
+	} else {
+		connection->timer_armed = 0;
+		on_head_deadline(connection);
+	}
 }
 
 /*
@@ -691,7 +739,7 @@ static void on_evhttp_request(struct evhttp_request *req, void *arg)
 	evhttp_request_set_on_complete_cb(req, on_complete, exchange);
 
 	if (connection != NULL) {
-		evtimer_del(connection->timer); /* the head is complete */
+		connection->head_in_progress = 0;
 		connection->current = exchange;
 	} else {
 		/* Not set up (out of memory at its start): it serves this one request. */

@@ -39,22 +39,31 @@ static void put_number(struct builder *b, uint64_t value)
 	put(b, digits + sizeof(digits) - count, count);
 }
 
-/* A value that could end its line early is refused: the whole head fails. */
+static int is_unsafe(unsigned char c)
+{
+	return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+/* name, value, CRLF; a value that could end its line early refuses the whole head. */
 static void put_line(struct builder *b, const char *name, const char *value)
 {
-	if (!head_value_is_safe(value)) {
+	/* One pass finds the length and checks every byte; memcpy copies. */
+	const unsigned char *end = (const unsigned char *)value;
+	while (*end != '\0' && !is_unsafe(*end))
+		end++;
+	if (*end != '\0') {
 		b->overflow = 1;
 		return;
 	}
 	put_text(b, name);
-	put_text(b, value);
+	put(b, value, (size_t)(end - (const unsigned char *)value));
 	put(b, "\r\n", 2);
 }
 
 int head_value_is_safe(const char *value)
 {
 	for (const unsigned char *c = (const unsigned char *)value; *c != '\0'; c++) {
-		if ((*c < 0x20 && *c != '\t') || *c == 0x7f)
+		if (is_unsafe(*c))
 			return 0;
 	}
 	return 1;
