@@ -49,7 +49,7 @@ build/tests/%: tests/unit/%.c $(LIB_SRCS:server/%.c=$(ASAN_OBJ)/%.o) | build/tes
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,range.c cond.c validators.c proxy_trust.c route.c objectid.c \
-	containment.c content_type.c offload.c config.c log.c multipart.c)
+	containment.c content_type.c offload.c config.c log.c multipart.c framing.c head.c)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)
