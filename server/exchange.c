@@ -1002,6 +1002,14 @@ void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_l
 	bufferevent_getcb(bev, NULL, &write_done, &on_event, &callback_arg);
 	bufferevent_setcb(bev, NULL, write_done, on_event, callback_arg);
 	bufferevent_disable(bev, EV_READ);
+	/*
+	 * req->chunked says how the request's body was framed until
+	 * evhttp_send_reply_start sets it for the response, which is not called
+	 * here; left set (a chunked request body, or Debian's libevent setting it
+	 * for any Transfer-Encoding ending in chunked), evhttp_send_reply_end
+	 * would append a last-chunk "0\r\n\r\n" to our length-framed answer.
+	 */
+	req->chunked = 0;
 	/* With output queued, evhttp_send_reply_end leaves evhttp_send_done to the write callback. */
 	evhttp_send_reply_end(req);
 	flush_to_socket(bev);

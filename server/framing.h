@@ -9,7 +9,10 @@
  * frames by the first Content-Length line and honours Transfer-Encoding only
  * when it is exactly "chunked"; a front server may read the same bytes
  * differently. Every such ambiguity is refused: 400 and the connection closed
- * (RFC 9112 section 6.1, 6.3).
+ * (RFC 9112 section 6.1, 6.3). Debian's build (2.1.12-stable-8+deb12u1, the
+ * fix for CVE-2026-63382) already refuses both Content-Length and
+ * Transfer-Encoding, and repeated Content-Length lines, before musicd sees the
+ * request; these rules do not depend on that.
  */
 #ifndef MUSICD_FRAMING_H
 #define MUSICD_FRAMING_H
