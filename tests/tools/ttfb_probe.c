@@ -11,8 +11,10 @@
  *
  * Usage: ttfb_probe HOST PORT LIST N INTERVAL_MS EXPECT_HEX [SEED]
  * Output: one line "result probes=N ok=K errors=E p50_us=... p90_us=... p99_us=...
- * max_us=... mean_us=... connect_p50_us=..." (microseconds; percentiles of the correct
- * answers). Exit status 0 when every answer was correct, 1 otherwise, 2 on bad usage.
+ * max_us=... mean_us=... connect_p50_us=... seconds=... worst=US@S,..." (microseconds;
+ * percentiles of the correct answers; worst: the 5 slowest starts and when they began, in
+ * seconds from the first, to tell a periodic stall from noise). Exit status 0 when every
+ * answer was correct, 1 otherwise, 2 on bad usage.
  *
  * Build: cc -O2 -o ttfb_probe ttfb_probe.c
  */
@@ -45,6 +47,17 @@ static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
+}
+
+struct sample {
+	double ttfb;
+	double at; /* seconds after the first start */
+};
+
+static int cmp_sample_desc(const void *a, const void *b)
+{
+	double x = ((const struct sample *)a)->ttfb, y = ((const struct sample *)b)->ttfb;
+	return (x < y) - (x > y);
 }
 
 static double percentile(const double *sorted, size_t n, double p)
@@ -131,7 +144,8 @@ int main(int argc, char **argv)
 
 	double *ttfb = calloc((size_t)count, sizeof(double));
 	double *conn_t = calloc((size_t)count, sizeof(double));
-	if (ttfb == NULL || conn_t == NULL)
+	struct sample *samples = calloc((size_t)count, sizeof(*samples));
+	if (ttfb == NULL || conn_t == NULL || samples == NULL)
 		return fprintf(stderr, "ttfb_probe: out of memory\n"), 2;
 	srandom(seed);
 	size_t ok = 0;
@@ -171,6 +185,8 @@ int main(int argc, char **argv)
 				if (n > 0 && read_and_check(fd, buf, (size_t)n, want, want_len)) {
 					ttfb[ok] = t2 - t0;
 					conn_t[ok] = t1 - t0;
+					samples[ok].ttfb = t2 - t0;
+					samples[ok].at = t0 - start;
 					sum += t2 - t0;
 					ok++;
 					good = 1;
@@ -183,16 +199,21 @@ int main(int argc, char **argv)
 	}
 	qsort(ttfb, ok, sizeof(double), cmp_double);
 	qsort(conn_t, ok, sizeof(double), cmp_double);
+	qsort(samples, ok, sizeof(*samples), cmp_sample_desc);
 	printf("result probes=%ld ok=%zu errors=%ld p50_us=%.0f p90_us=%.0f p99_us=%.0f "
-	       "max_us=%.0f mean_us=%.0f connect_p50_us=%.0f seconds=%.1f\n",
+	       "max_us=%.0f mean_us=%.0f connect_p50_us=%.0f seconds=%.1f worst=",
 	       count, ok, errors, percentile(ttfb, ok, 0.50) * 1e6, percentile(ttfb, ok, 0.90) * 1e6,
 	       percentile(ttfb, ok, 0.99) * 1e6, ok ? ttfb[ok - 1] * 1e6 : 0.0,
 	       ok ? sum / (double)ok * 1e6 : 0.0, percentile(conn_t, ok, 0.50) * 1e6,
 	       now_s() - start);
+	for (size_t i = 0; i < ok && i < 5; i++)
+		printf("%s%.0f@%.2f", i ? "," : "", samples[i].ttfb * 1e6, samples[i].at);
+	printf("\n");
 	for (size_t i = 0; i < npaths; i++)
 		free(paths[i]);
 	free(paths);
 	free(ttfb);
 	free(conn_t);
+	free(samples);
 	return errors == 0 ? 0 : 1;
 }
