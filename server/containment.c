@@ -11,19 +11,21 @@ int containment_is_canonical(const char *path)
 {
 	if (path == NULL || path[0] != '/')
 		return 0;
-	if (strcmp(path, "/") == 0)
+	if (path[1] == '\0')
 		return 1;
+	/* One pass: each segment after a '/' is non-empty and neither "." nor "..". */
 	const char *segment = path + 1;
-	for (;;) {
-		size_t length = strcspn(segment, "/");
+	for (const char *c = segment;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		size_t length = (size_t)(c - segment);
 		if (length == 0)
 			return 0; /* "//" or a trailing slash */
-		if ((length == 1 && segment[0] == '.') ||
-		    (length == 2 && segment[0] == '.' && segment[1] == '.'))
+		if (segment[0] == '.' && (length == 1 || (length == 2 && segment[1] == '.')))
 			return 0;
-		if (segment[length] == '\0')
+		if (*c == '\0')
 			return 1;
-		segment += length + 1;
+		segment = c + 1;
 	}
 }
 

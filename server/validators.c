@@ -14,10 +14,34 @@ static const char *const day_names[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri"
 static const char *const month_names[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
 					  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
+/* Lower-case hex of value: at least min_digits digits (zero-padded), no more than needed. */
+static char *put_hex(char *out, uint64_t value, int min_digits)
+{
+	static const char hex[] = "0123456789abcdef";
+	char digits[16];
+	int count = 0;
+	do {
+		digits[count++] = hex[value & 0xf];
+		value >>= 4;
+	} while (value != 0);
+	while (count < min_digits)
+		digits[count++] = '0';
+	while (count > 0)
+		*out++ = digits[--count];
+	return out;
+}
+
+/* "<mtime seconds hex><nanoseconds, 8 hex digits>-<size hex>", quoted; by hand, once per open file. */
 void etag_format(char out[ETAG_MAX], struct timespec mtime, uint64_t size)
 {
-	snprintf(out, ETAG_MAX, "\"%" PRIx64 "%08lx-%" PRIx64 "\"", (uint64_t)mtime.tv_sec,
-		 (unsigned long)mtime.tv_nsec, size);
+	char *cursor = out;
+	*cursor++ = '"';
+	cursor = put_hex(cursor, (uint64_t)mtime.tv_sec, 1);
+	cursor = put_hex(cursor, (uint64_t)(unsigned long)mtime.tv_nsec, 8);
+	*cursor++ = '-';
+	cursor = put_hex(cursor, size, 1);
+	*cursor++ = '"';
+	*cursor = '\0';
 }
 
 /* Writes value as exactly `digits` decimal digits (value is already in range). */
@@ -37,14 +61,41 @@ static char *put_text(char *out, const char *text)
 	return out + length;
 }
 
+/*
+ * UTC calendar fields of t by arithmetic (the days-to-civil algorithm of
+ * Howard Hinnant's date library): gmtime_r takes glibc's time-zone lock,
+ * and this runs once per opened file and once a second per worker.
+ */
+static void utc_fields(time_t t, struct tm *utc)
+{
+	int64_t days = (int64_t)t / 86400, seconds = (int64_t)t % 86400;
+	if (seconds < 0) {
+		seconds += 86400;
+		days--;
+	}
+	utc->tm_hour = (int)(seconds / 3600);
+	utc->tm_min = (int)(seconds / 60 % 60);
+	utc->tm_sec = (int)(seconds % 60);
+	utc->tm_wday = (int)((days % 7 + 11) % 7); /* 1970-01-01 was a Thursday */
+	int64_t z = days + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t day_of_era = z - era * 146097;
+	int64_t year_of_era =
+		(day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+	int64_t day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+	int64_t month_index = (5 * day_of_year + 2) / 153; /* 0 = March */
+	utc->tm_mday = (int)(day_of_year - (153 * month_index + 2) / 5 + 1);
+	utc->tm_mon = (int)(month_index < 10 ? month_index + 2 : month_index - 10);
+	utc->tm_year = (int)(year_of_era + era * 400 + (utc->tm_mon <= 1) - 1900);
+}
+
 void http_date_format(char out[HTTP_DATE_MAX], time_t t)
 {
 	struct tm utc;
-	if (gmtime_r(&t, &utc) == NULL || utc.tm_year + 1900 > 9999 || utc.tm_year + 1900 < 0) {
-		/* Outside what the format can carry: the epoch is the honest floor. */
+	/* Outside what the format can carry (years 0 to 9999): the epoch is the honest floor. */
+	if (t < (time_t)-62167219200LL || t > (time_t)253402300799LL)
 		t = 0;
-		gmtime_r(&t, &utc);
-	}
+	utc_fields(t, &utc);
 	/* "Sun, 06 Nov 1994 08:49:37 GMT" */
 	char *cursor = put_text(out, day_names[utc.tm_wday]);
 	cursor = put_text(cursor, ", ");

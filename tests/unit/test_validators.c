@@ -373,9 +373,39 @@ static void test_formatted_dates_parse_back_to_the_same_time(void **state)
 	}
 }
 
+/* The date arithmetic agrees with the C library's calendar across the years the format carries. */
+static void test_formatted_dates_agree_with_gmtime_from_year_1000_to_9999(void **state)
+{
+	(void)state;
+	char ours[HTTP_DATE_MAX], theirs[64];
+	for (long long t = -30610224000LL; t < 253402300799LL; t += 86400LL * 13 + 3607) {
+		time_t instant = (time_t)t;
+		struct tm utc;
+		gmtime_r(&instant, &utc);
+		strftime(theirs, sizeof(theirs), "%a, %d %b %Y %H:%M:%S GMT", &utc);
+		http_date_format(ours, instant);
+		if (strcmp(ours, theirs) != 0)
+			fail_msg("%lld: %s, gmtime says %s", t, ours, theirs);
+	}
+}
+
+static void test_dates_before_the_epoch_and_at_day_ends(void **state)
+{
+	(void)state;
+	char out[HTTP_DATE_MAX];
+	http_date_format(out, (time_t)-1);
+	assert_string_equal(out, "Wed, 31 Dec 1969 23:59:59 GMT");
+	http_date_format(out, (time_t)951782400); /* a leap day */
+	assert_string_equal(out, "Tue, 29 Feb 2000 00:00:00 GMT");
+	http_date_format(out, (time_t)253402300799LL);
+	assert_string_equal(out, "Fri, 31 Dec 9999 23:59:59 GMT");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_formatted_dates_agree_with_gmtime_from_year_1000_to_9999),
+		cmocka_unit_test(test_dates_before_the_epoch_and_at_day_ends),
 		cmocka_unit_test(test_etag_is_seconds_nanoseconds_and_size_in_hex),
 		cmocka_unit_test(test_etag_pads_nanoseconds_to_eight_digits),
 		cmocka_unit_test(test_etag_is_quoted_and_strong),
