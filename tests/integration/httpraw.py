@@ -150,19 +150,35 @@ def read_until_closed(sock, timeout, limit=1 << 20):
     (bytes, how), how being "eof" (orderly close), "reset" (the peer reset the connection)
     or "open" (still open when the time was up)."""
     deadline = time.monotonic() + timeout
-    data = b""
+    data = bytearray()
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return data, "open"
+            return bytes(data), "open"
         sock.settimeout(left)
         try:
-            chunk = sock.recv(65536)
+            chunk = sock.recv(262144)
         except socket.timeout:
-            return data, "open"
+            return bytes(data), "open"
         except (ConnectionResetError, BrokenPipeError):
-            return data, "reset"
+            return bytes(data), "reset"
         if not chunk:
-            return data, "eof"
+            return bytes(data), "eof"
         if len(data) < limit:
             data += chunk[:limit - len(data)]
+
+
+class _Received:
+    """The bytes already received, as a socket that has nothing more to give."""
+
+    def recv(self, size):
+        return b""
+
+
+def parse_response(data, head=False):
+    """(response, bytes after it) from bytes already received; ConnectionError if they hold no
+    complete response."""
+    reader = Reader(_Received())
+    reader.buf = bytes(data)
+    resp = reader.read_response(head=head)
+    return resp, reader.buf
