@@ -103,15 +103,20 @@ def test_head_with_a_body_through_nginx_does_not_answer_the_next_client(
     assert server.running
 
 
-@pytest.mark.parametrize("complete", [False, True], ids=["inner-head-open", "inner-complete"])
-@pytest.mark.parametrize("method", ["HEAD", "TRACE"])
-@pytest.mark.parametrize("chain", ["varnish-nginx-musicd", "varnish-musicd"])
+@pytest.mark.parametrize("chain,method,complete", [
+    # Straight to musicd, Varnish relays a TRACE with its body on a pass.
+    ("varnish-musicd", "TRACE", False),
+    ("varnish-musicd", "TRACE", True),
+    # The shipped stack: Varnish 7.1 answers a HEAD with a body 400 itself, and nginx answers
+    # TRACE 405 itself; this guards the shipped files (a pipe or a pass there would expose it).
+    ("varnish-nginx-musicd", "HEAD", False),
+    ("varnish-nginx-musicd", "TRACE", False),
+], ids=lambda v: v if isinstance(v, str) else ("inner-complete" if v else "inner-head-open"))
 def test_a_body_musicd_does_not_read_through_varnish_does_not_answer_the_next_client(
         musicd, library, frontends, chain, method, complete):
     # Varnish looks HEAD /musicdb/... up in its cache (and fetches with a GET without the body)
-    # and passes /healthz and methods other than GET and HEAD to its backend as they are:
-    # the attacker uses /healthz. (Varnish 7.1 itself rejects a HEAD with a body, and nginx
-    # answers TRACE itself; Varnish straight to musicd relays a TRACE with its body.)
+    # but passes /healthz, and methods other than GET and HEAD, to its backend as they are:
+    # the attacker uses /healthz.
     track = library.add(library.media.big, "big.mp3")
     server = musicd.start()
     if chain == "varnish-nginx-musicd":
