@@ -10,14 +10,13 @@ reject it), the next client must get the exact track it asked for.
 import hashlib
 import re
 import shutil
-import socket
 
 import pytest
 import requests
 
 import httpraw
 from frontends import FrontendFactory
-from support import scaled, wait_until
+from support import scaled
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
