@@ -285,12 +285,11 @@ def test_out_of_descriptors_musicd_neither_spins_nor_floods_its_log(musicd, libr
     try:
         # Room for a few connections, then every accept fails with EMFILE.
         resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (baseline + 8, hard))
-        err_before = server.stderr_size()
+        cpu0, err0, t0 = server.cpu_seconds(), server.stderr_size(), time.monotonic()
         for _ in range(40):
             extras.append(httpraw.connect(server.port, timeout=TIMEOUT))
-        time.sleep(0.3)
-        cpu0, err0, t0 = server.cpu_seconds(), server.stderr_size(), time.monotonic()
-        while time.monotonic() - t0 < 2.0 and server.stderr_size() - err0 < 10_000:
+        # 2.5 s out of descriptors (cut short once the log is past the bound)
+        while time.monotonic() - t0 < 2.5 and server.stderr_size() - err0 < 10_000:
             time.sleep(0.1)
         cpu = server.cpu_seconds() - cpu0
         logged = server.stderr_size() - err0
@@ -299,7 +298,7 @@ def test_out_of_descriptors_musicd_neither_spins_nor_floods_its_log(musicd, libr
             f"{logged} bytes of stderr in {elapsed:.1f}s at EMFILE:\n" \
             f"{server.stderr_text()[err0:err0 + 1000]}"
         assert cpu < 0.5, f"musicd used {cpu:.2f}s of CPU in {elapsed:.1f}s at EMFILE"
-        assert server.stderr_size() > err_before, "the accept failures were not logged at all"
+        assert logged > 0, "the accept failures were not logged at all"
 
         for s in extras:
             s.close()
@@ -497,9 +496,10 @@ def test_a_half_closed_client_gets_the_whole_answer_then_the_close(musicd, libra
     server = musicd.start(mongodb_uri=db_proxy.uri, extra_args=["--lookup-timeout", "5000"])
     # database connections made; then the track itself asked for once (cached) or not yet
     assert requests.get(server.url + other.url_path, timeout=TIMEOUT).status_code == 200
-    if cached:
-        assert_file_response(requests.get(server.url + track.url_path, timeout=TIMEOUT),
-                             track.path)
+    if cached:  # the lookup and the open file cached by a one-byte range
+        warm = requests.get(server.url + track.url_path, headers={"Range": "bytes=0-0"},
+                            timeout=TIMEOUT)
+        assert warm.status_code == 206 and warm.content == track.path.read_bytes()[:1]
     else:
         db_proxy.proxy.delay_to_client = 0.3  # the FIN arrives while the lookup is pending
     with httpraw.connect(server.port, timeout=TIMEOUT) as s:
