@@ -2,6 +2,8 @@
 framing (a HEAD must carry no body bytes), disconnecting at a chosen moment."""
 
 import socket
+import struct
+import time
 
 from support import scaled
 
@@ -135,3 +137,48 @@ def exchange(port, method, target, headers=None, body=b"", timeout=None):
         resp = r.read_response(head=(method == "HEAD"))
         rest = r.read_to_eof(limit=1 << 20)
     return resp, rest
+
+
+def abort(sock):
+    """Close sock with a reset (SO_LINGER 0) instead of a FIN."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def read_until_closed(sock, timeout, limit=1 << 20):
+    """Read what the peer sends for at most timeout seconds (at most limit bytes kept):
+    (bytes, how), how being "eof" (orderly close), "reset" (the peer reset the connection)
+    or "open" (still open when the time was up)."""
+    deadline = time.monotonic() + timeout
+    data = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return bytes(data), "open"
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(262144)
+        except socket.timeout:
+            return bytes(data), "open"
+        except (ConnectionResetError, BrokenPipeError):
+            return bytes(data), "reset"
+        if not chunk:
+            return bytes(data), "eof"
+        if len(data) < limit:
+            data += chunk[:limit - len(data)]
+
+
+class _Received:
+    """The bytes already received, as a socket that has nothing more to give."""
+
+    def recv(self, size):
+        return b""
+
+
+def parse_response(data, head=False):
+    """(response, bytes after it) from bytes already received; ConnectionError if they hold no
+    complete response."""
+    reader = Reader(_Received())
+    reader.buf = bytes(data)
+    resp = reader.read_response(head=head)
+    return resp, reader.buf

@@ -142,6 +142,28 @@ class Musicd:
         """Number of open file descriptors of the process."""
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
+    def cpu_seconds(self):
+        """User plus system CPU time the process (all its threads) has used so far."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        # after "pid (comm)": state is field 3, utime 14 and stime 15 (proc(5))
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_bytes(self):
+        """The process's resident set size (VmRSS)."""
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError(f"no VmRSS in /proc/{self.pid}/status")
+
+    def stderr_size(self):
+        """Bytes musicd has written to stderr so far."""
+        try:
+            return os.path.getsize(self.stderr_path)
+        except FileNotFoundError:
+            return 0
+
     def fds(self):
         """{fd: target} of the process's descriptors (for assertion messages)."""
         result = {}
