@@ -212,23 +212,9 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 
 	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
-	struct lru_node *old = lru_find(&shard->table, path, entry->node.hash);
-	if (old != NULL)
-		evict(shard, lru_entry(old, struct file_cache_entry, node));
-	while (!lru_shard_take_slot(shard)) {
-		if (shard->table.count > 0) {
-			evict_node(shard, lru_oldest(&shard->table));
-			shard->stats.evictions++;
-		} else if (!lru_shards_evict_elsewhere(cache->shards, FILE_CACHE_SHARDS, shard,
-						       evict_node)) {
-			/* Every other shard busy this instant: this file stays the caller's alone. */
-			shard->stats.evictions++;
-			pthread_mutex_unlock(&shard->lock);
-			return entry;
-		}
-	}
-	lru_insert(&shard->table, &entry->node);
-	entry->in_table = 1;
+	/* When every other shard is busy this instant, the file stays the caller's alone. */
+	entry->in_table = lru_shard_insert_bounded(cache->shards, FILE_CACHE_SHARDS, shard,
+						   &entry->node, evict_node);
 	pthread_mutex_unlock(&shard->lock);
 	return entry;
 }
