@@ -45,6 +45,20 @@ unit-build: $(UNIT_BINS)
 build/tests/%: tests/unit/%.c $(LIB_SRCS:server/%.c=$(ASAN_OBJ)/%.o) | build/tests
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
+# The caches' unit tests again under ThreadSanitizer (their code is the concurrent part of the
+# tree): build/tests/test_X_tsan links the server objects built with -fsanitize=thread.
+TSAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+TSAN_OBJ := build/tsan/obj
+TSAN_TESTS := test_lru test_lookup_cache test_file_cache
+TSAN_BINS := $(TSAN_TESTS:%=build/tests/%_tsan)
+unit-build: $(TSAN_BINS)
+
+build/tests/%_tsan: tests/unit/%.c $(LIB_SRCS:server/%.c=$(TSAN_OBJ)/%.o) | build/tests
+	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
+
+$(TSAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(TSAN_OBJ)
+	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+
 # Fuzz targets (libFuzzer, clang) call the pure modules directly.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
@@ -60,7 +74,7 @@ build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(wildcard server/*.h) | build/fuzz
 fuzz: fuzz-build
 	@scripts/run-fuzzers $(FUZZ_BINS)
 
-$(OBJ) $(ASAN_OBJ) build/tests build/fuzz:
+$(OBJ) $(ASAN_OBJ) $(TSAN_OBJ) build/tests build/fuzz:
 	mkdir -p $@
 
 deps:
@@ -70,7 +84,7 @@ ferretdb:
 	@scripts/ferretdb build
 
 unit: unit-build
-	@scripts/run-unit-tests $(UNIT_BINS)
+	@scripts/run-unit-tests $(UNIT_BINS) $(TSAN_BINS)
 
 layers:
 	@/usr/bin/python3 tests/check_layers.py server

@@ -3,10 +3,41 @@
  * the database gave. Each entry owns one reference to its file segment (which
  * owns the descriptor) and a count of borrowers; an entry removed from its
  * table while borrowed is freed by its last release.
+ *
+ * A hit without an fstat. The guarantee: a write completed before a request
+ * began is seen by that request, so a file rewritten in place never goes out
+ * with its old length or validators. Ways to learn of a write, and why:
+ * - inotify (IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, ... on each cached file),
+ *   read by the hit: the non-blocking read() that finds the queue empty is
+ *   one syscall per hit, the fstat it replaces. No saving.
+ * - inotify read by a thread that marks entries stale: the kernel queues the
+ *   event during the write, but the thread reads it whenever it is next
+ *   scheduled; a request arriving in between (on a loaded host, for as long
+ *   as the thread waits for a CPU) is sent the old length. Fails the
+ *   guarantee. Watching the inotify descriptor from each worker's event loop
+ *   too would make it depend on epoll's ordering and on the exchange.
+ * - a read lease (file_lease): the writer's open() (or truncate) does not
+ *   return until musicd's thread has marked the entry and given the lease
+ *   up, so the mark comes before any byte is written; the hit reads it with
+ *   no syscall. Meets the guarantee, with two limits, both written down
+ *   where they apply: the kernel stops waiting after fs.lease-break-time
+ *   (45 s), so only a lease thread starved that long could miss a write;
+ *   and leases are taken only on local filesystems, by the file's owner (or
+ *   with CAP_LEASE), and not while someone has the file open for writing.
+ *   An entry without a lease is checked by fstat on every hit, as before,
+ *   and tries for one again at each path check while the file was busy.
+ * What a lease does not see: a rename over the path or an unlink (the open
+ * file is unchanged, so the stat of the path at the valid interval finds
+ * it, as before), and a change of the mtime alone (utimensat, no write: the
+ * bytes, so the old validators, are unchanged; also found at the interval).
+ * Measured with strace -c -f on 1000 cached 64 KiB range requests: 7.10
+ * syscalls per request with the fstat, 6.10 with leases.
  */
 #include "file_cache.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +45,7 @@
 #include <unistd.h>
 
 #include "content_type.h"
+#include "file_lease.h"
 #include "head.h"
 #include "lru.h"
 #include "validators.h"
@@ -22,6 +54,7 @@
 
 struct file_cache_entry {
 	struct lru_node node;
+	struct file_cache *cache;
 	char *path;		/* the key: the path as the database has it */
 	char *resolved_path;	/* where it really is; response.resolved_path points here */
 	char *file_lines;	/* response.file_lines points here */
@@ -32,7 +65,10 @@ struct file_cache_entry {
 	dev_t device;
 	ino_t inode;
 	struct timespec mtime;
-	int fd;			/* owned by the segment; for fstat */
+	int fd;			/* owned by the segment; for fstat and the lease */
+	bool leased;		/* guarded by the shard lock: hits read lease_broken, no fstat */
+	bool lease_later;	/* guarded by the shard lock: try the lease at the next path check */
+	_Atomic bool lease_broken; /* set by the lease watch before anyone may write the file */
 	struct response_file response; /* owns one segment reference */
 };
 
@@ -40,6 +76,8 @@ struct file_cache {
 	int enabled;
 	unsigned valid_seconds, inactive_seconds;
 	_Atomic size_t entries; /* in every shard */
+	_Atomic size_t leased;	/* entries holding a lease */
+	struct file_lease_watch *leases; /* NULL: no leases, every hit does an fstat */
 	struct lru_shard shards[FILE_CACHE_SHARDS];
 };
 
@@ -56,6 +94,8 @@ struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
 		file_cache_free(cache);
 		return NULL;
 	}
+	if (cache->enabled)
+		cache->leases = file_lease_watch_new(); /* without it, hits fstat as they must */
 	return cache;
 }
 
@@ -67,33 +107,6 @@ static void free_entry(struct file_cache_entry *entry)
 	free(entry->resolved_path);
 	free(entry->path);
 	free(entry);
-}
-
-/* Takes entry out of its table; frees it unless borrowed. Shard lock held. */
-static void evict(struct lru_shard *shard, struct file_cache_entry *entry)
-{
-	lru_remove(&shard->table, &entry->node);
-	entry->in_table = 0;
-	if (entry->borrowers == 0)
-		free_entry(entry);
-}
-
-static void evict_node(struct lru_shard *shard, struct lru_node *node)
-{
-	evict(shard, lru_entry(node, struct file_cache_entry, node));
-}
-
-void file_cache_free(struct file_cache *cache)
-{
-	if (cache == NULL)
-		return;
-	lru_shards_destroy(cache->shards, FILE_CACHE_SHARDS, evict_node);
-	free(cache);
-}
-
-static struct lru_shard *shard_for(struct file_cache *cache, uint64_t hash)
-{
-	return lru_shard_for(cache->shards, FILE_CACHE_SHARDS, hash);
 }
 
 static int same_file(const struct file_cache_entry *entry, const struct stat *info)
@@ -121,6 +134,73 @@ static int descriptor_unchanged(const struct file_cache_entry *entry)
 	return fstat(entry->fd, &info) == 0 && same_file(entry, &info);
 }
 
+/*
+ * Takes the entry's lease, then checks the open file once more: a write before
+ * the lease broke none, so from here on the lease tells of writes, but not of
+ * that one. Shard lock held, or the entry not yet shared.
+ */
+static void lease_take(struct file_cache_entry *entry)
+{
+	struct file_cache *cache = entry->cache;
+	entry->lease_later = false;
+	if (cache->leases == NULL)
+		return;
+	switch (file_lease_begin(cache->leases, entry->fd, &entry->lease_broken)) {
+	case FILE_LEASE_HELD:
+		if (descriptor_unchanged(entry)) {
+			entry->leased = true;
+			cache->leased++;
+		} else {
+			file_lease_end(cache->leases, entry->fd); /* stale already: fstat finds it */
+		}
+		break;
+	case FILE_LEASE_BUSY:
+		entry->lease_later = true;
+		break;
+	case FILE_LEASE_NEVER:
+		break;
+	}
+}
+
+/* Gives the entry's lease up: it is no longer in the table, so nobody asks. */
+static void lease_give_up(struct file_cache_entry *entry)
+{
+	if (!entry->leased)
+		return;
+	file_lease_end(entry->cache->leases, entry->fd);
+	entry->leased = false;
+	entry->cache->leased--;
+}
+
+/* Takes entry out of its table; frees it unless borrowed. Shard lock held. */
+static void evict(struct lru_shard *shard, struct file_cache_entry *entry)
+{
+	lease_give_up(entry);
+	lru_remove(&shard->table, &entry->node);
+	entry->in_table = 0;
+	if (entry->borrowers == 0)
+		free_entry(entry);
+}
+
+static void evict_node(struct lru_shard *shard, struct lru_node *node)
+{
+	evict(shard, lru_entry(node, struct file_cache_entry, node));
+}
+
+void file_cache_free(struct file_cache *cache)
+{
+	if (cache == NULL)
+		return;
+	lru_shards_destroy(cache->shards, FILE_CACHE_SHARDS, evict_node);
+	file_lease_watch_free(cache->leases);
+	free(cache);
+}
+
+static struct lru_shard *shard_for(struct file_cache *cache, uint64_t hash)
+{
+	return lru_shard_for(cache->shards, FILE_CACHE_SHARDS, hash);
+}
+
 struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path)
 {
 	if (!cache->enabled)
@@ -134,14 +214,22 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 	struct lru_node *node = lru_find(&shard->table, path, hash);
 	if (node != NULL) {
 		struct file_cache_entry *entry = lru_entry(node, struct file_cache_entry, node);
-		/* Under the lock, and cheap: an fstat per hit, a stat of the path once per interval. */
+		/*
+		 * Under the lock, and cheap: the lease's flag (or, without a lease, an
+		 * fstat) per hit, a stat of the path once per interval.
+		 */
 		int path_due = now - entry->validated_at >= (int64_t)cache->valid_seconds;
-		if (!descriptor_unchanged(entry) || (path_due && !path_unchanged(entry))) {
+		int rewritten = entry->leased ? atomic_load(&entry->lease_broken)
+					      : !descriptor_unchanged(entry);
+		if (rewritten || (path_due && !path_unchanged(entry))) {
 			evict(shard, entry);
 			shard->stats.evictions++;
 		} else {
-			if (path_due)
+			if (path_due) {
 				entry->validated_at = now;
+				if (entry->lease_later)
+					lease_take(entry);
+			}
 			entry->used_at = now;
 			entry->borrowers++;
 			lru_touch(&shard->table, node);
@@ -156,8 +244,8 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 	return found;
 }
 
-static struct file_cache_entry *new_entry(const char *path, const struct media_file *file,
-					  const char *cache_control)
+static struct file_cache_entry *new_entry(struct file_cache *cache, const char *path,
+					  const struct media_file *file, const char *cache_control)
 {
 	struct file_cache_entry *entry = calloc(1, sizeof(*entry));
 	if (entry == NULL || (entry->path = strdup(path)) == NULL ||
@@ -169,6 +257,7 @@ static struct file_cache_entry *new_entry(const char *path, const struct media_f
 		goto fail;
 	entry->node.key = entry->path;
 	entry->node.hash = lru_hash(entry->path);
+	entry->cache = cache;
 	entry->validated_at = entry->used_at = cache_now_seconds();
 	entry->fd = file->fd;
 	entry->device = file->device;
@@ -206,29 +295,18 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 					   const struct media_file *file,
 					   const char *cache_control)
 {
-	struct file_cache_entry *entry = new_entry(path, file, cache_control);
+	struct file_cache_entry *entry = new_entry(cache, path, file, cache_control);
 	if (entry == NULL || !cache->enabled)
 		return entry;
 
+	lease_take(entry); /* before the entry is shared, so outside the lock */
 	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
-	struct lru_node *old = lru_find(&shard->table, path, entry->node.hash);
-	if (old != NULL)
-		evict(shard, lru_entry(old, struct file_cache_entry, node));
-	while (!lru_shard_take_slot(shard)) {
-		if (shard->table.count > 0) {
-			evict_node(shard, lru_oldest(&shard->table));
-			shard->stats.evictions++;
-		} else if (!lru_shards_evict_elsewhere(cache->shards, FILE_CACHE_SHARDS, shard,
-						       evict_node)) {
-			/* Every other shard busy this instant: this file stays the caller's alone. */
-			shard->stats.evictions++;
-			pthread_mutex_unlock(&shard->lock);
-			return entry;
-		}
-	}
-	lru_insert(&shard->table, &entry->node);
-	entry->in_table = 1;
+	/* When every other shard is busy this instant, the file stays the caller's alone. */
+	entry->in_table = lru_shard_insert_bounded(cache->shards, FILE_CACHE_SHARDS, shard,
+						   &entry->node, evict_node);
+	if (!entry->in_table)
+		lease_give_up(entry);
 	pthread_mutex_unlock(&shard->lock);
 	return entry;
 }
@@ -272,4 +350,9 @@ void file_cache_expire(struct file_cache *cache)
 struct cache_stats file_cache_stats(struct file_cache *cache)
 {
 	return lru_shards_stats(cache->shards, FILE_CACHE_SHARDS);
+}
+
+size_t file_cache_leased(struct file_cache *cache)
+{
+	return cache->leased;
 }

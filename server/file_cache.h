@@ -2,11 +2,14 @@
  * file_cache: open files kept open, like nginx's open_file_cache. A hot file
  * is opened once and its libevent file segment shared by every response that
  * sends it (each response holds its own segment reference while it sends).
- * Every hit checks the open file (fstat: a file rewritten in place is noticed
- * at once, never sent with its old length and validators), and once per valid
- * interval the path (stat: a file replaced by another, or deleted, is noticed
- * within that interval; responses already sending the old file keep sending
- * the old bytes, never a mix). Entries unused for the inactive time are closed.
+ * Every hit checks the open file, so that a file rewritten in place is noticed
+ * at once, never sent with its old length and validators: by the entry's
+ * lease (file_lease: a writer's open or truncate waits until the entry is
+ * marked, and the hit reads the mark, no syscall) or, where no lease can be
+ * had, by fstat. Once per valid interval it checks the path (stat: a file
+ * replaced by another, deleted, or only touched, is noticed within that
+ * interval; responses already sending the old file keep sending the old
+ * bytes, never a mix). Entries unused for the inactive time are closed.
  *
  * Shared by every worker; split into independently locked shards.
  */
@@ -38,8 +41,9 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 /*
  * Takes over an opened file (file->fd) for path and returns a referenced
  * entry, cached for later requests (in a full cache, the least recently used
- * entry of its shard, or of another shard, makes room). With the cache disabled the entry is the caller's alone and closed
- * on release. NULL if out of memory (the fd is closed then too).
+ * entry of its shard, or of another shard, makes room). With the cache
+ * disabled the entry is the caller's alone and closed on release. NULL if out
+ * of memory (the fd is closed then too).
  */
 struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,
 					   const struct media_file *file,
@@ -54,5 +58,8 @@ void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry
 void file_cache_expire(struct file_cache *cache);
 
 struct cache_stats file_cache_stats(struct file_cache *cache);
+
+/* How many cached entries are checked by their lease, so that their hits need no fstat. */
+size_t file_cache_leased(struct file_cache *cache);
 
 #endif

@@ -128,24 +128,11 @@ void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *p
 
 	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
-	struct lru_node *old = lru_find(&shard->table, entry->mid, entry->node.hash);
-	if (old != NULL)
-		remove_entry(shard, old);
-	while (!lru_shard_take_slot(shard)) {
-		if (shard->table.count > 0) {
-			remove_entry(shard, lru_oldest(&shard->table));
-			shard->stats.evictions++;
-		} else if (!lru_shards_evict_elsewhere(cache->shards, LOOKUP_CACHE_SHARDS, shard,
-						       remove_entry)) {
-			/* Every other shard busy this instant: this answer is not kept. */
-			shard->stats.evictions++;
-			pthread_mutex_unlock(&shard->lock);
-			free_entry(entry);
-			return;
-		}
-	}
-	lru_insert(&shard->table, &entry->node);
+	int kept = lru_shard_insert_bounded(cache->shards, LOOKUP_CACHE_SHARDS, shard, &entry->node,
+					    remove_entry);
 	pthread_mutex_unlock(&shard->lock);
+	if (!kept)
+		free_entry(entry); /* every other shard busy this instant: this answer is not kept */
 }
 
 struct cache_stats lookup_cache_stats(struct lookup_cache *cache)

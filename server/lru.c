@@ -1,6 +1,10 @@
 /*
  * lru: chained hashing (FNV-1a) plus a doubly linked recency list. All
- * operations are O(1) but lru_find, which walks one bucket.
+ * operations are O(1) but lru_find, which walks one bucket. The shards'
+ * bound is one atomic count taken by compare-and-swap before an entry goes
+ * in (lru_shard_take_slot) and given back by lru_remove; the insert that
+ * keeps it, evicting here or elsewhere, is written once, for both caches
+ * (lru_shard_insert_bounded).
  */
 #include "lru.h"
 
@@ -184,4 +188,29 @@ int lru_shards_evict_elsewhere(struct lru_shard *shards, size_t count, struct lr
 			return 1;
 	}
 	return 0;
+}
+
+int lru_shard_insert_bounded(struct lru_shard *shards, size_t count, struct lru_shard *shard,
+			     struct lru_node *node,
+			     void (*release)(struct lru_shard *shard, struct lru_node *node))
+{
+	struct lru_node *old = lru_find(&shard->table, node->key, node->hash);
+	if (old != NULL)
+		release(shard, old);
+	/*
+	 * A slot is taken before the entry goes in, so shards inserting at once
+	 * never pass the bound together; a shard that finds the cache full frees
+	 * a slot and tries again, and another shard may take that slot first.
+	 */
+	while (!lru_shard_take_slot(shard)) {
+		if (shard->table.count > 0) {
+			release(shard, lru_oldest(&shard->table));
+			shard->stats.evictions++;
+		} else if (!lru_shards_evict_elsewhere(shards, count, shard, release)) {
+			shard->stats.evictions++;
+			return 0;
+		}
+	}
+	lru_insert(&shard->table, node);
+	return 1;
 }

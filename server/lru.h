@@ -37,7 +37,7 @@ void lru_destroy(struct lru_table *table);
 
 /* The entry with key, or NULL. Does not change the order. */
 struct lru_node *lru_find(struct lru_table *table, const char *key, uint64_t hash);
-/* Adds node (its key and hash set) as the newest entry; in a shard, after lru_shard_take_slot. */
+/* Adds node (its key and hash set) as the newest entry; in a shard, lru_shard_insert_bounded. */
 void lru_insert(struct lru_table *table, struct lru_node *node);
 /* Makes node the newest entry. */
 void lru_touch(struct lru_table *table, struct lru_node *node);
@@ -68,11 +68,10 @@ struct lru_shard {
 int lru_shards_init(struct lru_shard *shards, size_t count, size_t max_entries,
 		    _Atomic size_t *entries);
 /*
- * Takes a slot for one new entry in the whole cache, before lru_insert (lock
- * held): 1 when taken. 0 when the cache is full: evict this shard's oldest
- * entry (lru_remove gives its slot back) and try again, or, if this shard is
- * empty, lru_shards_evict_elsewhere. The bound is never passed, even by
- * shards inserting at the same moment.
+ * Takes a slot for one new entry in the whole cache (lock held): 1 when
+ * taken, 0 when the cache is full; lru_remove gives a slot back. The bound is
+ * never passed, even by shards taking slots at the same moment. The step of
+ * lru_shard_insert_bounded that keeps the bound.
  */
 int lru_shard_take_slot(struct lru_shard *shard);
 
@@ -84,6 +83,19 @@ int lru_shard_take_slot(struct lru_shard *shard);
  */
 int lru_shards_evict_elsewhere(struct lru_shard *shards, size_t count, struct lru_shard *self,
 			       void (*release)(struct lru_shard *shard, struct lru_node *node));
+/*
+ * The one bounded insert both caches use. Adds node (key and hash set) as the
+ * newest entry of shard (lock held), after passing any entry with the same key
+ * to release, and making room in a full cache: this shard's oldest entries
+ * first, then, once it is empty, another shard's (lru_shards_evict_elsewhere);
+ * each entry that makes room counts as an eviction where it was. release must
+ * lru_remove the node it is given. Returns 1 when inserted; 0 when the cache
+ * was full, this shard empty and every other shard busy that instant: node is
+ * not inserted (it stays the caller's) and counts as this shard's eviction.
+ */
+int lru_shard_insert_bounded(struct lru_shard *shards, size_t count, struct lru_shard *shard,
+			     struct lru_node *node,
+			     void (*release)(struct lru_shard *shard, struct lru_node *node));
 /* Removes every entry, passing each to release, then frees the shards' tables. */
 void lru_shards_destroy(struct lru_shard *shards, size_t count,
 			void (*release)(struct lru_shard *shard, struct lru_node *node));

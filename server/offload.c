@@ -1,7 +1,8 @@
 /*
  * offload: percent-encoding for X-Accel-Redirect. nginx unescapes the whole
  * URI when it holds any '%' and splits arguments at '?', so every byte that
- * could change the meaning is encoded; CR and LF can never reach a header.
+ * could change the meaning is encoded; CR and LF can never reach a header
+ * (the path's are encoded, a prefix holding any is refused).
  */
 #include "offload.h"
 
@@ -14,19 +15,26 @@ static bool is_kept(unsigned char c)
 	return c != '\0' && strchr("-._~/!$&'()*+,;=:@", c) != NULL;
 }
 
+/* The part of resolved_path below root (an absolute path; trailing '/'s ignored), or NULL. */
+static const char *below_root(const char *root, const char *resolved_path)
+{
+	size_t root_length = strlen(root);
+	if (root[0] != '/' || resolved_path[0] != '/')
+		return NULL;
+	while (root_length > 0 && root[root_length - 1] == '/')
+		root_length--;
+	if (strncmp(resolved_path, root, root_length) != 0 || resolved_path[root_length] != '/')
+		return NULL;
+	const char *relative = resolved_path + root_length + 1;
+	return *relative != '\0' ? relative : NULL;
+}
+
 size_t offload_accel_uri(const char *prefix, const char *root, const char *resolved_path,
 			 char *out, size_t out_size)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t root_length = strlen(root);
-	const char *relative;
-	if (strcmp(root, "/") == 0)
-		relative = resolved_path + 1;
-	else if (strncmp(resolved_path, root, root_length) == 0 && resolved_path[root_length] == '/')
-		relative = resolved_path + root_length + 1;
-	else
-		return 0;
-	if (*relative == '\0')
+	const char *relative = below_root(root, resolved_path);
+	if (relative == NULL || !offload_header_safe(prefix))
 		return 0;
 
 	size_t prefix_length = strlen(prefix);

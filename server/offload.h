@@ -11,10 +11,12 @@
 
 /*
  * prefix + the path of resolved_path below root, percent-encoded as nginx
- * expects (everything but unreserved characters, '/' and sub-delimiters:
- * '%', '?', '#', spaces, control and non-ASCII bytes). A '/' is put between
- * prefix and path if prefix lacks one. Returns the length, or 0 if
- * resolved_path is not below root or out_size is too small.
+ * expects (everything but unreserved characters, '/', ':', '@' and
+ * sub-delimiters, in upper-case hex: '%', '?', '#', spaces, control and
+ * non-ASCII bytes). The prefix is copied as it is, with a '/' after it if it
+ * lacks one; root is an absolute path, trailing '/'s ignored. Returns the
+ * length, or 0 if resolved_path is not strictly below root, prefix holds a
+ * control byte, or out_size is too small for the URI and its NUL.
  */
 size_t offload_accel_uri(const char *prefix, const char *root, const char *resolved_path,
 			 char *out, size_t out_size);

@@ -2,7 +2,9 @@
  * proxy_trust: which address the access log names as the client. For a peer
  * inside a trusted CIDR (--trusted-proxy, e.g. the nginx in front), the
  * client is taken from X-Forwarded-For: walking it from the right, the first
- * address that is not itself a trusted proxy (nginx's real_ip_recursive on).
+ * address that is not itself a trusted proxy (nginx's real_ip_recursive on),
+ * or the left-most address when every one is trusted; the walk stops at an
+ * element that is not an address, and the last address it believed stands.
  * Anyone else's X-Forwarded-For is ignored: it could say anything. Pure.
  */
 #ifndef MUSICD_PROXY_TRUST_H
@@ -20,16 +22,28 @@ struct cidr {
 	unsigned prefix_bits;
 };
 
-/* "10.0.0.0/8", "192.168.1.7", "::1", "fd00::/8"; -1 if not an address or the prefix is too long. */
+/*
+ * "10.0.0.0/8", "192.168.1.7", "::1", "fd00::/8"; -1 if not an address or the
+ * prefix is too long. An IPv4-mapped IPv6 address is IPv4, its prefix in IPv6
+ * bits (::ffff:10.0.0.0/104 is 10.0.0.0/8; under /96 it is refused).
+ */
 int cidr_parse(const char *text, struct cidr *out);
 
 /* Whether address (text; IPv4-mapped IPv6 counts as IPv4) lies in cidr. */
 bool cidr_contains(const struct cidr *cidr, const char *address);
 
 /*
- * The client address to log for a request from peer with this
- * X-Forwarded-For (NULL when absent). Returns peer or a copy in out.
+ * The client address to log for a request from peer whose X-Forwarded-For
+ * header came in line_count lines (0: absent; NULL lines are skipped), read
+ * as the one list RFC 9110 makes of them: the lines joined by ", " in order.
+ * Returns peer or the address copied into out (of PROXY_TRUST_ADDRESS_MAX
+ * bytes, any address fits). Allocates nothing, copies no line.
  */
+const char *proxy_trust_client_lines(const struct cidr *trusted, size_t trusted_count,
+				     const char *peer, const char *const *forwarded_for,
+				     size_t line_count, char *out, size_t out_size);
+
+/* The same for a header of one line (forwarded_for NULL when absent). */
 const char *proxy_trust_client(const struct cidr *trusted, size_t trusted_count, const char *peer,
 			       const char *forwarded_for, char *out, size_t out_size);
 

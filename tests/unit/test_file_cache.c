@@ -2,13 +2,20 @@
  * Unit tests for server/file_cache.h, on real files in a temporary directory
  * opened with media_open: what a hit hands a response (size, type,
  * validators, header lines, the file's bytes), the checks that keep a changed
- * file from being served stale (fstat on every hit, stat of the path once per
- * valid interval), a disabled cache, the bound on entries, entries borrowed
- * while evicted, and the closing of entries left unused.
+ * file from being served stale (a lease, or without one an fstat, on every
+ * hit; a stat of the path once per valid interval), the leases themselves (a
+ * writer held back until the entry is marked, no lease on a file open for
+ * writing, none left behind by evicted entries), a disabled cache, the bound
+ * on entries, entries borrowed while evicted, and the closing of entries left
+ * unused.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -830,6 +838,448 @@ static void test_expire_spares_an_entry_used_recently(void **state)
 	file_cache_free(cache);
 }
 
+/* Leases: hits of a file this process may lease are checked by the lease, not by fstat. */
+
+/* Whether the kernel grants a read lease on a file in directory, tried without file_cache. */
+static int leases_possible_in(const char *directory)
+{
+	struct statfs filesystem;
+	assert_int_equal(statfs(directory, &filesystem), 0);
+	switch (filesystem.f_type) {
+	case EXT4_SUPER_MAGIC:
+	case XFS_SUPER_MAGIC:
+	case BTRFS_SUPER_MAGIC:
+	case F2FS_SUPER_MAGIC:
+	case TMPFS_MAGIC:
+		break;
+	default:
+		return 0; /* file_lease takes none there, by design */
+	}
+	char path[PATH_MAX];
+	join(path, directory, "lease-probe");
+	write_file(path, CONTENT);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	int granted = fcntl(fd, F_SETLEASE, F_RDLCK) == 0;
+	if (granted)
+		assert_int_equal(fcntl(fd, F_SETLEASE, F_UNLCK), 0);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(unlink(path), 0);
+	return granted;
+}
+
+/* Skips the test where the kernel would not grant this process a lease either. */
+static void need_leases(const struct fixture *fixture)
+{
+	if (!leases_possible_in(fixture->roots.paths[TRACK_ROOT])) {
+		print_message("leases are not available here; test skipped\n");
+		skip();
+	}
+}
+
+/* Leases this process holds, as /proc/locks lists them. */
+static int leases_held(void)
+{
+	FILE *locks = fopen("/proc/locks", "r");
+	assert_non_null(locks);
+	char line[256];
+	int count = 0;
+	while (fgets(line, sizeof(line), locks) != NULL) {
+		char kind[16];
+		long pid;
+		if (sscanf(line, "%*s %15s %*s %*s %ld", kind, &pid) == 2 &&
+		    strcmp(kind, "LEASE") == 0 && pid == (long)getpid())
+			count++;
+	}
+	fclose(locks);
+	return count;
+}
+
+/* Descriptors this process has open. */
+static int descriptors_open(void)
+{
+	DIR *listing = opendir("/proc/self/fd");
+	assert_non_null(listing);
+	int count = 0;
+	struct dirent *item;
+	while ((item = readdir(listing)) != NULL) {
+		if (item->d_name[0] != '.')
+			count++;
+	}
+	closedir(listing);
+	return count - 1; /* the listing's own */
+}
+
+static void test_cached_file_holds_a_lease(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	int before = leases_held();
+	cache_file(fixture, cache, path);
+	assert_int_equal(file_cache_leased(cache), 1);
+	assert_int_equal(leases_held(), before + 1);
+	assert_true(hits(cache, path));
+	assert_int_equal(file_cache_leased(cache), 1);
+	file_cache_free(cache);
+	assert_int_equal(leases_held(), before);
+}
+
+static void test_leased_file_is_a_miss_as_soon_as_a_writer_has_opened_it(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	assert_int_equal(file_cache_leased(cache), 1);
+	/* Nothing written yet: the open alone, once it returns, has marked the entry. */
+	int writer = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(writer >= 0);
+	assert_null(file_cache_get(cache, path));
+	assert_int_equal(file_cache_leased(cache), 0);
+	assert_int_equal(close(writer), 0);
+	file_cache_free(cache);
+}
+
+static void test_writer_is_held_back_until_the_lease_is_given_up_and_no_longer(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	/* A non-blocking open is turned away while the lease is held... */
+	int writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_int_equal(writer, -1);
+	assert_int_equal(errno, EWOULDBLOCK);
+	/* ...and let in once the cache has given it up, well before lease-break-time. */
+	struct timespec begun;
+	clock_gettime(CLOCK_MONOTONIC, &begun);
+	while ((writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+		assert_int_equal(errno, EWOULDBLOCK);
+		assert_false(waited_too_long(&begun));
+		pause_briefly();
+	}
+	assert_null(file_cache_get(cache, path));
+	assert_int_equal(close(writer), 0);
+	file_cache_free(cache);
+}
+
+static void test_leased_file_rewritten_in_place_with_a_new_length_is_a_miss(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	assert_int_equal(file_cache_leased(cache), 1);
+	struct stat before, after;
+	assert_int_equal(stat(path, &before), 0);
+	write_file(path, NEW_CONTENT);
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(after.st_ino, before.st_ino);
+	assert_null(file_cache_get(cache, path));
+	cache_file(fixture, cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
+	assert_segment_holds(entry, NEW_CONTENT);
+	file_cache_release(cache, entry);
+	assert_int_equal(file_cache_leased(cache), 1);
+	file_cache_free(cache);
+}
+
+static void test_leased_file_truncated_by_path_is_a_miss(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	assert_int_equal(file_cache_leased(cache), 1);
+	assert_int_equal(truncate(path, 3), 0); /* no open: truncate breaks the lease itself */
+	assert_null(file_cache_get(cache, path));
+	cache_file(fixture, cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	assert_int_equal(file_cache_response(entry)->size, 3);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+static void test_file_truncated_to_nothing_through_a_descriptor_is_a_miss(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	int writer = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(writer >= 0);
+	assert_int_equal(ftruncate(writer, 0), 0);
+	assert_int_equal(close(writer), 0);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_rewrite_through_a_hard_link_is_a_miss(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX], other[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	track_path(fixture, TRACK_ROOT, "other-name.mp3", other);
+	write_file(path, CONTENT);
+	assert_int_equal(link(path, other), 0);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	write_file(other, NEW_CONTENT); /* the same inode under another name */
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_file_open_for_writing_when_cached_is_checked_by_fstat_instead(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	int writer = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(writer >= 0);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	/* No lease while a writer has it open; a write through that writer is still seen. */
+	assert_int_equal(file_cache_leased(cache), 0);
+	assert_true(hits(cache, path));
+	assert_int_equal(write(writer, "more", 4), 4);
+	assert_null(file_cache_get(cache, path));
+	assert_int_equal(close(writer), 0);
+	file_cache_free(cache);
+}
+
+static void test_file_open_for_writing_when_cached_is_leased_at_a_later_path_check(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	int writer = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(writer >= 0);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, 0, LONG_TIME); /* path due on every hit */
+	cache_file(fixture, cache, path);
+	assert_int_equal(file_cache_leased(cache), 0);
+	assert_true(hits(cache, path));
+	assert_int_equal(file_cache_leased(cache), 0); /* still open for writing */
+	assert_int_equal(close(writer), 0);
+	assert_true(hits(cache, path));
+	assert_int_equal(file_cache_leased(cache), 1);
+	/* And from then on the lease tells. */
+	write_file(path, NEW_CONTENT);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+/* A reader thread: gets path until told to stop, noting hits begun after the writer opened. */
+struct reader {
+	struct file_cache *cache;
+	const char *path;
+	_Atomic int *writer_opened, *stop;
+	long hits_before, hits_after, gets;
+};
+
+static void *read_until_stopped(void *argument)
+{
+	struct reader *reader = argument;
+	while (!atomic_load(reader->stop) && reader->gets < 10 * 1000 * 1000) {
+		int opened = atomic_load(reader->writer_opened);
+		struct file_cache_entry *entry = file_cache_get(reader->cache, reader->path);
+		reader->gets++;
+		if (entry == NULL)
+			continue;
+		if (opened)
+			reader->hits_after++;
+		else
+			reader->hits_before++;
+		file_cache_release(reader->cache, entry);
+	}
+	return NULL;
+}
+
+static void test_gets_begun_after_a_writer_opened_the_file_all_miss_in_every_thread(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	enum { READERS = 3 };
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	_Atomic int writer_opened = 0, stop = 0;
+	struct reader readers[READERS];
+	pthread_t threads[READERS];
+	for (int i = 0; i < READERS; i++) {
+		readers[i] = (struct reader){.cache = cache,
+					     .path = path,
+					     .writer_opened = &writer_opened,
+					     .stop = &stop};
+		assert_int_equal(pthread_create(&threads[i], NULL, read_until_stopped, &readers[i]),
+				 0);
+	}
+	pause_briefly(); /* the readers hit meanwhile */
+	int writer = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(writer >= 0);
+	atomic_store(&writer_opened, 1);
+	pause_briefly();
+	atomic_store(&stop, 1);
+	long hits_before = 0, hits_after = 0;
+	for (int i = 0; i < READERS; i++) {
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+		hits_before += readers[i].hits_before;
+		hits_after += readers[i].hits_after;
+	}
+	assert_true(hits_before > 0);
+	assert_int_equal(hits_after, 0);
+	assert_int_equal(close(writer), 0);
+	file_cache_free(cache);
+}
+
+static void test_mtime_changed_without_a_write_is_a_miss_when_the_path_is_due(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct timespec mtime = set_mtime(path, (struct timespec){1700000000, 500});
+	struct file_cache *cache = new_cache(MAX_ENTRIES, 0, LONG_TIME);
+	cache_file(fixture, cache, path);
+	mtime.tv_sec += 1;
+	set_mtime(path, mtime);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_leased_file_with_only_its_mtime_changed_is_kept_until_the_path_is_due(
+	void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct timespec mtime = set_mtime(path, (struct timespec){1700000000, 500});
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	cache_file(fixture, cache, path);
+	/* Same bytes, so the old validators still name them: like a rename, seen at the check. */
+	mtime.tv_sec += 1;
+	set_mtime(path, mtime);
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	assert_segment_holds(entry, CONTENT);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+static void test_disabled_cache_takes_no_lease(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	int before = leases_held();
+	struct file_cache *cache = new_cache(0, LONG_TIME, LONG_TIME);
+	struct file_cache_entry *entry = open_and_insert(fixture, cache, path, NULL);
+	assert_int_equal(leases_held(), before);
+	assert_int_equal(file_cache_leased(cache), 0);
+	file_cache_release(cache, entry);
+	file_cache_free(cache);
+}
+
+/* Caches count new files, named from first on. */
+static void cache_files(const struct fixture *fixture, struct file_cache *cache, int first,
+			int count)
+{
+	for (int i = first; i < first + count; i++) {
+		char name[32], path[PATH_MAX];
+		snprintf(name, sizeof(name), "%02d.mp3", i);
+		track_path(fixture, TRACK_ROOT, name, path);
+		write_file(path, CONTENT);
+		cache_file(fixture, cache, path);
+	}
+}
+
+static void test_evicted_entries_leave_no_descriptor_or_lease_behind(void **state)
+{
+	struct fixture *fixture = *state;
+	enum { MAX = 3, FILES = 20 };
+	int leases_possible = leases_possible_in(fixture->roots.paths[TRACK_ROOT]);
+	int descriptors = descriptors_open(), leases = leases_held();
+	struct file_cache *cache = new_cache(MAX, LONG_TIME, LONG_TIME);
+	cache_files(fixture, cache, 0, FILES);
+	assert_int_equal(file_cache_stats(cache).evictions, FILES - MAX);
+	assert_int_equal(descriptors_open(), descriptors + MAX);
+	assert_int_equal(leases_held(), leases + (leases_possible ? MAX : 0));
+	assert_int_equal(file_cache_leased(cache), leases_possible ? MAX : 0);
+	file_cache_free(cache);
+	assert_int_equal(descriptors_open(), descriptors);
+	assert_int_equal(leases_held(), leases);
+}
+
+static void test_expired_entries_leave_no_descriptor_or_lease_behind(void **state)
+{
+	struct fixture *fixture = *state;
+	int descriptors = descriptors_open(), leases = leases_held();
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, 1);
+	int64_t inserted_at = wait_for_next_second();
+	cache_files(fixture, cache, 0, 5);
+	wait_until(inserted_at + 2);
+	file_cache_expire(cache);
+	assert_int_equal(file_cache_stats(cache).entries, 0);
+	assert_int_equal(file_cache_leased(cache), 0);
+	assert_int_equal(descriptors_open(), descriptors);
+	assert_int_equal(leases_held(), leases);
+	file_cache_free(cache);
+}
+
+static void test_entry_evicted_while_borrowed_gives_up_its_lease_at_once(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char first[PATH_MAX], second[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "first.mp3", first);
+	track_path(fixture, TRACK_ROOT, "second.mp3", second);
+	write_file(first, CONTENT);
+	write_file(second, CONTENT);
+	int descriptors = descriptors_open(), leases = leases_held();
+	struct file_cache *cache = new_cache(1, LONG_TIME, LONG_TIME);
+	struct file_cache_entry *borrowed = open_and_insert(fixture, cache, first, NULL);
+	cache_file(fixture, cache, second); /* evicts the first, still borrowed */
+	assert_int_equal(leases_held(), leases + 1);
+	assert_int_equal(descriptors_open(), descriptors + 2);
+	/* Nobody will ask about it again: a writer of the first file is not held back. */
+	int writer = open(first, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_true(writer >= 0);
+	assert_int_equal(close(writer), 0);
+	file_cache_release(cache, borrowed);
+	assert_int_equal(descriptors_open(), descriptors + 1);
+	file_cache_free(cache);
+	assert_int_equal(descriptors_open(), descriptors);
+	assert_int_equal(leases_held(), leases);
+}
+
 static void test_stats_count_hits_and_misses_exactly(void **state)
 {
 	struct fixture *fixture = *state;
@@ -890,6 +1340,23 @@ int main(void)
 		FILE_CACHE_TEST(test_expire_keeps_entries_used_within_the_inactive_time),
 		FILE_CACHE_TEST(test_expire_closes_entries_unused_for_the_inactive_time),
 		FILE_CACHE_TEST(test_expire_spares_an_entry_used_recently),
+		FILE_CACHE_TEST(test_cached_file_holds_a_lease),
+		FILE_CACHE_TEST(test_leased_file_is_a_miss_as_soon_as_a_writer_has_opened_it),
+		FILE_CACHE_TEST(test_writer_is_held_back_until_the_lease_is_given_up_and_no_longer),
+		FILE_CACHE_TEST(test_leased_file_rewritten_in_place_with_a_new_length_is_a_miss),
+		FILE_CACHE_TEST(test_leased_file_truncated_by_path_is_a_miss),
+		FILE_CACHE_TEST(test_file_truncated_to_nothing_through_a_descriptor_is_a_miss),
+		FILE_CACHE_TEST(test_rewrite_through_a_hard_link_is_a_miss),
+		FILE_CACHE_TEST(test_file_open_for_writing_when_cached_is_checked_by_fstat_instead),
+		FILE_CACHE_TEST(test_file_open_for_writing_when_cached_is_leased_at_a_later_path_check),
+		FILE_CACHE_TEST(
+			test_gets_begun_after_a_writer_opened_the_file_all_miss_in_every_thread),
+		FILE_CACHE_TEST(test_mtime_changed_without_a_write_is_a_miss_when_the_path_is_due),
+		FILE_CACHE_TEST(test_leased_file_with_only_its_mtime_changed_is_kept_until_the_path_is_due),
+		FILE_CACHE_TEST(test_disabled_cache_takes_no_lease),
+		FILE_CACHE_TEST(test_evicted_entries_leave_no_descriptor_or_lease_behind),
+		FILE_CACHE_TEST(test_expired_entries_leave_no_descriptor_or_lease_behind),
+		FILE_CACHE_TEST(test_entry_evicted_while_borrowed_gives_up_its_lease_at_once),
 		FILE_CACHE_TEST(test_stats_count_hits_and_misses_exactly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,8 @@
  * lookups and its least-recently-used order (insert, touch, remove from any
  * position, chains of entries in one bucket), and the shards: one bound over
  * every shard, slots given back by removal, eviction from another shard, the
+ * bounded insert both caches use (replacing a key, making room here or
+ * elsewhere, refusing when no room can be made, many threads at once), the
  * summed counters, and destruction handing every entry to its release.
  */
 #include <setjmp.h>
@@ -631,6 +633,225 @@ static void test_shards_taking_slots_at_once_never_pass_the_bound(void **state)
 	}
 }
 
+/* lru_shard_insert_bounded, as the caches call it: item into shard, its lock held. */
+static int insert_bounded(struct lru_shard *shards, struct lru_shard *shard, struct item *item,
+			  const char *key)
+{
+	item_init(item, key);
+	pthread_mutex_lock(&shard->lock);
+	int inserted =
+		lru_shard_insert_bounded(shards, SHARD_COUNT, shard, &item->node, release_item);
+	pthread_mutex_unlock(&shard->lock);
+	return inserted;
+}
+
+static void test_bounded_insert_with_room_adds_the_newest_entry_and_evicts_nothing(void **state)
+{
+	(void)state;
+	struct lru_shard shards[SHARD_COUNT];
+	_Atomic size_t entries;
+	struct item items[2];
+	char order[64];
+	assert_int_equal(lru_shards_init(shards, SHARD_COUNT, 3, &entries), 0);
+	assert_int_equal(insert_bounded(shards, &shards[1], &items[0], "a"), 1);
+	assert_int_equal(insert_bounded(shards, &shards[1], &items[1], "b"), 1);
+	assert_int_equal(entries, 2);
+	assert_int_equal(items[0].released + items[1].released, 0);
+	assert_int_equal(lru_shards_stats(shards, SHARD_COUNT).evictions, 0);
+	drain_order(&shards[1].table, order, sizeof(order));
+	assert_string_equal(order, "a b");
+	lru_shards_destroy(shards, SHARD_COUNT, release_item);
+}
+
+static void test_bounded_insert_of_a_present_key_releases_the_old_entry_uncounted(void **state)
+{
+	(void)state;
+	struct lru_shard shards[SHARD_COUNT];
+	_Atomic size_t entries;
+	struct item items[3];
+	assert_int_equal(lru_shards_init(shards, SHARD_COUNT, 2, &entries), 0);
+	assert_int_equal(insert_bounded(shards, &shards[0], &items[0], "a"), 1);
+	assert_int_equal(insert_bounded(shards, &shards[0], &items[1], "b"), 1);
+	/* The cache is full, but the old "a" makes the room: "b" stays. */
+	assert_int_equal(insert_bounded(shards, &shards[0], &items[2], "a"), 1);
+	assert_int_equal(items[0].released, 1);
+	assert_int_equal(items[1].released, 0);
+	assert_ptr_equal(find(&shards[0].table, "a"), &items[2]);
+	assert_ptr_equal(find(&shards[0].table, "b"), &items[1]);
+	assert_int_equal(entries, 2);
+	assert_int_equal(lru_shards_stats(shards, SHARD_COUNT).evictions, 0);
+	lru_shards_destroy(shards, SHARD_COUNT, release_item);
+}
+
+static void test_bounded_insert_into_a_full_cache_evicts_its_shards_oldest_entry(void **state)
+{
+	(void)state;
+	struct lru_shard shards[SHARD_COUNT];
+	_Atomic size_t entries;
+	struct item items[4];
+	char order[64];
+	assert_int_equal(lru_shards_init(shards, SHARD_COUNT, 3, &entries), 0);
+	assert_int_equal(insert_bounded(shards, &shards[2], &items[0], "old"), 1);
+	assert_int_equal(insert_bounded(shards, &shards[3], &items[1], "other"), 1);
+	assert_int_equal(insert_bounded(shards, &shards[2], &items[2], "mid"), 1);
+	/* Full: the shard's own oldest goes, though another shard holds an entry too. */
+	assert_int_equal(insert_bounded(shards, &shards[2], &items[3], "new"), 1);
+	assert_int_equal(items[0].released, 1);
+	assert_ptr_equal(items[0].released_from, &shards[2]);
+	assert_int_equal(items[1].released + items[2].released, 0);
+	assert_int_equal(shards[2].stats.evictions, 1);
+	assert_int_equal(shards[3].stats.evictions, 0);
+	assert_int_equal(entries, 3);
+	drain_order(&shards[2].table, order, sizeof(order));
+	assert_string_equal(order, "mid new");
+	lru_shards_destroy(shards, SHARD_COUNT, release_item);
+}
+
+static void test_bounded_insert_into_an_empty_shard_evicts_another_shards_oldest(void **state)
+{
+	(void)state;
+	struct lru_shard shards[SHARD_COUNT];
+	_Atomic size_t entries;
+	struct item items[3];
+	assert_int_equal(lru_shards_init(shards, SHARD_COUNT, 2, &entries), 0);
+	assert_int_equal(insert_bounded(shards, &shards[1], &items[0], "older"), 1);
+	assert_int_equal(insert_bounded(shards, &shards[1], &items[1], "newer"), 1);
+	assert_int_equal(insert_bounded(shards, &shards[0], &items[2], "fresh"), 1);
+	assert_int_equal(items[0].released, 1);
+	assert_ptr_equal(items[0].released_from, &shards[1]);
+	assert_int_equal(items[1].released, 0);
+	assert_ptr_equal(find(&shards[0].table, "fresh"), &items[2]);
+	assert_int_equal(shards[1].stats.evictions, 1);
+	assert_int_equal(shards[0].stats.evictions, 0);
+	assert_int_equal(entries, 2);
+	lru_shards_destroy(shards, SHARD_COUNT, release_item);
+}
+
+static void test_bounded_insert_with_every_other_shard_busy_is_refused_and_counted(void **state)
+{
+	(void)state;
+	struct lru_shard shards[SHARD_COUNT];
+	_Atomic size_t entries;
+	struct item items[2];
+	assert_int_equal(lru_shards_init(shards, SHARD_COUNT, 1, &entries), 0);
+	assert_int_equal(insert_bounded(shards, &shards[1], &items[0], "held"), 1);
+
+	struct holder holder = {.lock = &shards[1].lock};
+	pthread_barrier_init(&holder.locked, NULL, 2);
+	pthread_barrier_init(&holder.done, NULL, 2);
+	pthread_t thread;
+	assert_int_equal(pthread_create(&thread, NULL, hold_lock, &holder), 0);
+	pthread_barrier_wait(&holder.locked);
+	/* The only entry is in a shard another thread holds: no room can be made. */
+	assert_int_equal(insert_bounded(shards, &shards[0], &items[1], "refused"), 0);
+	pthread_barrier_wait(&holder.done);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	pthread_barrier_destroy(&holder.locked);
+	pthread_barrier_destroy(&holder.done);
+
+	assert_null(find(&shards[0].table, "refused"));
+	assert_int_equal(shards[0].table.count, 0);
+	assert_int_equal(items[0].released + items[1].released, 0);
+	assert_ptr_equal(find(&shards[1].table, "held"), &items[0]);
+	assert_int_equal(shards[0].stats.evictions, 1);
+	assert_int_equal(shards[1].stats.evictions, 0);
+	assert_int_equal(entries, 1);
+	lru_shards_destroy(shards, SHARD_COUNT, release_item);
+}
+
+static void test_bounded_insert_into_a_cache_bounded_at_zero_is_refused(void **state)
+{
+	(void)state;
+	struct lru_shard shards[SHARD_COUNT];
+	_Atomic size_t entries;
+	struct item items[1];
+	assert_int_equal(lru_shards_init(shards, SHARD_COUNT, 0, &entries), 0);
+	assert_int_equal(insert_bounded(shards, &shards[2], &items[0], "a"), 0);
+	assert_null(find(&shards[2].table, "a"));
+	assert_int_equal(entries, 0);
+	assert_int_equal(shards[2].stats.evictions, 1);
+	lru_shards_destroy(shards, SHARD_COUNT, release_item);
+}
+
+/* One thread's bounded inserts, each into the next shard in turn, as workers' puts spread. */
+struct inserter {
+	struct lru_shard *shards;
+	size_t first_shard;
+	struct item *items;
+	size_t count;
+	int *refused; /* per item: 1 if its insert was refused */
+	pthread_barrier_t *start;
+};
+
+static void *insert_all(void *argument)
+{
+	struct inserter *inserter = argument;
+	pthread_barrier_wait(inserter->start);
+	for (size_t i = 0; i < inserter->count; i++) {
+		struct lru_shard *shard =
+			&inserter->shards[(inserter->first_shard + i) % SHARD_COUNT];
+		pthread_mutex_lock(&shard->lock);
+		int inserted = lru_shard_insert_bounded(inserter->shards, SHARD_COUNT, shard,
+							&inserter->items[i].node, release_item);
+		pthread_mutex_unlock(&shard->lock);
+		inserter->refused[i] = !inserted;
+	}
+	return NULL;
+}
+
+static void test_bounded_inserts_from_many_threads_keep_the_bound_and_account_for_all(void **state)
+{
+	(void)state;
+	enum { THREADS = 4, PER_THREAD = 5000, MAX = 7, TOTAL = THREADS * PER_THREAD };
+	struct lru_shard shards[SHARD_COUNT];
+	_Atomic size_t entries;
+	assert_int_equal(lru_shards_init(shards, SHARD_COUNT, MAX, &entries), 0);
+	struct item *items = calloc(TOTAL, sizeof(*items));
+	int *refused = calloc(TOTAL, sizeof(*refused));
+	assert_non_null(items);
+	assert_non_null(refused);
+	for (size_t i = 0; i < TOTAL; i++) {
+		char key[KEY_MAX];
+		snprintf(key, sizeof(key), "k%zu", i);
+		item_init(&items[i], key);
+	}
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, THREADS);
+	struct inserter inserters[THREADS];
+	pthread_t threads[THREADS];
+	for (size_t t = 0; t < THREADS; t++) {
+		inserters[t] = (struct inserter){.shards = shards,
+						 .first_shard = t,
+						 .items = items + t * PER_THREAD,
+						 .count = PER_THREAD,
+						 .refused = refused + t * PER_THREAD,
+						 .start = &start};
+		assert_int_equal(pthread_create(&threads[t], NULL, insert_all, &inserters[t]), 0);
+	}
+	for (size_t t = 0; t < THREADS; t++)
+		assert_int_equal(pthread_join(threads[t], NULL), 0);
+	pthread_barrier_destroy(&start);
+
+	/* Each item is exactly one of: still in a table, released once, or refused. */
+	size_t in_tables = 0, released = 0, refusals = 0;
+	for (size_t i = 0; i < TOTAL; i++) {
+		assert_true(items[i].released <= 1);
+		assert_false(refused[i] && items[i].released);
+		released += (size_t)items[i].released;
+		refusals += (size_t)refused[i];
+	}
+	for (size_t s = 0; s < SHARD_COUNT; s++)
+		in_tables += shards[s].table.count;
+	assert_int_equal(in_tables, MAX);
+	assert_int_equal(entries, MAX);
+	assert_int_equal(in_tables + released + refusals, TOTAL);
+	struct cache_stats stats = lru_shards_stats(shards, SHARD_COUNT);
+	assert_int_equal(stats.evictions, released + refusals);
+	lru_shards_destroy(shards, SHARD_COUNT, release_item);
+	free(refused);
+	free(items);
+}
+
 static void test_stats_are_summed_over_the_shards(void **state)
 {
 	(void)state;
@@ -732,6 +953,14 @@ int main(void)
 		cmocka_unit_test(test_evict_elsewhere_with_every_shard_empty_returns_zero),
 		cmocka_unit_test(test_evict_elsewhere_passes_over_a_shard_locked_by_another_thread),
 		cmocka_unit_test(test_shards_taking_slots_at_once_never_pass_the_bound),
+		cmocka_unit_test(test_bounded_insert_with_room_adds_the_newest_entry_and_evicts_nothing),
+		cmocka_unit_test(test_bounded_insert_of_a_present_key_releases_the_old_entry_uncounted),
+		cmocka_unit_test(test_bounded_insert_into_a_full_cache_evicts_its_shards_oldest_entry),
+		cmocka_unit_test(test_bounded_insert_into_an_empty_shard_evicts_another_shards_oldest),
+		cmocka_unit_test(test_bounded_insert_with_every_other_shard_busy_is_refused_and_counted),
+		cmocka_unit_test(test_bounded_insert_into_a_cache_bounded_at_zero_is_refused),
+		cmocka_unit_test(
+			test_bounded_inserts_from_many_threads_keep_the_bound_and_account_for_all),
 		cmocka_unit_test(test_stats_are_summed_over_the_shards),
 		cmocka_unit_test(test_destroy_passes_every_entry_to_release),
 		cmocka_unit_test(test_shard_for_is_fixed_per_hash_and_reaches_every_shard),
