@@ -68,6 +68,7 @@ struct file_cache_entry {
 	int fd;			/* owned by the segment; for fstat and the lease */
 	bool leased;		/* guarded by the shard lock: hits read lease_broken, no fstat */
 	bool lease_later;	/* guarded by the shard lock: try the lease at the next path check */
+	bool lease_on_first_hit; /* guarded by the shard lock: no lease taken yet, the first hit takes it */
 	_Atomic bool lease_broken; /* set by the lease watch before anyone may write the file */
 	struct response_file response; /* owns one segment reference */
 };
@@ -225,10 +226,12 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 			evict(shard, entry);
 			shard->stats.evictions++;
 		} else {
-			if (path_due) {
+			if (path_due)
 				entry->validated_at = now;
-				if (entry->lease_later)
-					lease_take(entry);
+			/* A file asked for twice is worth its lease (5 syscalls, once). */
+			if (entry->lease_on_first_hit || (path_due && entry->lease_later)) {
+				entry->lease_on_first_hit = false;
+				lease_take(entry);
 			}
 			entry->used_at = now;
 			entry->borrowers++;
@@ -299,7 +302,12 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 	if (entry == NULL || !cache->enabled)
 		return entry;
 
-	lease_take(entry); /* before the entry is shared, so outside the lock */
+	/*
+	 * No lease yet: most files a cache takes in are asked for once (a library
+	 * larger than the cache), and a lease costs five syscalls. The first hit
+	 * takes it; until then hits fstat.
+	 */
+	entry->lease_on_first_hit = cache->leases != NULL;
 	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
 	/* When every other shard is busy this instant, the file stays the caller's alone. */

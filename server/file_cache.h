@@ -6,7 +6,9 @@
  * at once, never sent with its old length and validators: by the entry's
  * lease (file_lease: a writer's open or truncate waits until the entry is
  * marked, and the hit reads the mark, no syscall) or, where no lease can be
- * had, by fstat. Once per valid interval it checks the path (stat: a file
+ * had, by fstat. The lease is taken at a file's first hit, not when it is
+ * cached: a library larger than the cache brings in many files asked for
+ * once, and a lease costs five syscalls. Once per valid interval it checks the path (stat: a file
  * replaced by another, deleted, or only touched, is noticed within that
  * interval; responses already sending the old file keep sending the old
  * bytes, never a mix). Entries unused for the inactive time are closed.

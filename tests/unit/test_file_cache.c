@@ -910,7 +910,17 @@ static int descriptors_open(void)
 	return count - 1; /* the listing's own */
 }
 
-static void test_cached_file_holds_a_lease(void **state)
+/* Caches path and asks for it once: the first hit is what takes a lease. */
+static void cache_file_and_hit(const struct fixture *fixture, struct file_cache *cache,
+			       const char *path)
+{
+	cache_file(fixture, cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path);
+	assert_non_null(entry);
+	file_cache_release(cache, entry);
+}
+
+static void test_a_file_cached_but_not_yet_asked_for_again_holds_no_lease(void **state)
 {
 	struct fixture *fixture = *state;
 	need_leases(fixture);
@@ -920,6 +930,24 @@ static void test_cached_file_holds_a_lease(void **state)
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	int before = leases_held();
 	cache_file(fixture, cache, path);
+	assert_int_equal(file_cache_leased(cache), 0);
+	assert_int_equal(leases_held(), before);
+	/* Until then a rewrite is still seen, by fstat. */
+	write_file(path, NEW_CONTENT);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
+static void test_cached_file_holds_a_lease(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	int before = leases_held();
+	cache_file_and_hit(fixture, cache, path);
 	assert_int_equal(file_cache_leased(cache), 1);
 	assert_int_equal(leases_held(), before + 1);
 	assert_true(hits(cache, path));
@@ -936,7 +964,7 @@ static void test_leased_file_is_a_miss_as_soon_as_a_writer_has_opened_it(void **
 	track_path(fixture, TRACK_ROOT, "a.mp3", path);
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	assert_int_equal(file_cache_leased(cache), 1);
 	/* Nothing written yet: the open alone, once it returns, has marked the entry. */
 	int writer = open(path, O_WRONLY | O_CLOEXEC);
@@ -955,7 +983,7 @@ static void test_writer_is_held_back_until_the_lease_is_given_up_and_no_longer(v
 	track_path(fixture, TRACK_ROOT, "a.mp3", path);
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	/* A non-blocking open is turned away while the lease is held... */
 	int writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	assert_int_equal(writer, -1);
@@ -981,7 +1009,7 @@ static void test_leased_file_rewritten_in_place_with_a_new_length_is_a_miss(void
 	track_path(fixture, TRACK_ROOT, "a.mp3", path);
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	assert_int_equal(file_cache_leased(cache), 1);
 	struct stat before, after;
 	assert_int_equal(stat(path, &before), 0);
@@ -989,7 +1017,7 @@ static void test_leased_file_rewritten_in_place_with_a_new_length_is_a_miss(void
 	assert_int_equal(stat(path, &after), 0);
 	assert_int_equal(after.st_ino, before.st_ino);
 	assert_null(file_cache_get(cache, path));
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	struct file_cache_entry *entry = file_cache_get(cache, path);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
@@ -1007,11 +1035,11 @@ static void test_leased_file_truncated_by_path_is_a_miss(void **state)
 	track_path(fixture, TRACK_ROOT, "a.mp3", path);
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	assert_int_equal(file_cache_leased(cache), 1);
 	assert_int_equal(truncate(path, 3), 0); /* no open: truncate breaks the lease itself */
 	assert_null(file_cache_get(cache, path));
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	struct file_cache_entry *entry = file_cache_get(cache, path);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_response(entry)->size, 3);
@@ -1026,7 +1054,7 @@ static void test_file_truncated_to_nothing_through_a_descriptor_is_a_miss(void *
 	track_path(fixture, TRACK_ROOT, "a.mp3", path);
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	int writer = open(path, O_WRONLY | O_CLOEXEC);
 	assert_true(writer >= 0);
 	assert_int_equal(ftruncate(writer, 0), 0);
@@ -1044,7 +1072,7 @@ static void test_rewrite_through_a_hard_link_is_a_miss(void **state)
 	write_file(path, CONTENT);
 	assert_int_equal(link(path, other), 0);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	write_file(other, NEW_CONTENT); /* the same inode under another name */
 	assert_null(file_cache_get(cache, path));
 	file_cache_free(cache);
@@ -1127,7 +1155,7 @@ static void test_gets_begun_after_a_writer_opened_the_file_all_miss_in_every_thr
 	track_path(fixture, TRACK_ROOT, "a.mp3", path);
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	_Atomic int writer_opened = 0, stop = 0;
 	struct reader readers[READERS];
 	pthread_t threads[READERS];
@@ -1165,7 +1193,7 @@ static void test_mtime_changed_without_a_write_is_a_miss_when_the_path_is_due(vo
 	write_file(path, CONTENT);
 	struct timespec mtime = set_mtime(path, (struct timespec){1700000000, 500});
 	struct file_cache *cache = new_cache(MAX_ENTRIES, 0, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	mtime.tv_sec += 1;
 	set_mtime(path, mtime);
 	assert_null(file_cache_get(cache, path));
@@ -1182,7 +1210,7 @@ static void test_leased_file_with_only_its_mtime_changed_is_kept_until_the_path_
 	write_file(path, CONTENT);
 	struct timespec mtime = set_mtime(path, (struct timespec){1700000000, 500});
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	cache_file(fixture, cache, path);
+	cache_file_and_hit(fixture, cache, path);
 	/* Same bytes, so the old validators still name them: like a rename, seen at the check. */
 	mtime.tv_sec += 1;
 	set_mtime(path, mtime);
@@ -1217,7 +1245,7 @@ static void cache_files(const struct fixture *fixture, struct file_cache *cache,
 		snprintf(name, sizeof(name), "%02d.mp3", i);
 		track_path(fixture, TRACK_ROOT, name, path);
 		write_file(path, CONTENT);
-		cache_file(fixture, cache, path);
+		cache_file_and_hit(fixture, cache, path);
 	}
 }
 
@@ -1266,7 +1294,9 @@ static void test_entry_evicted_while_borrowed_gives_up_its_lease_at_once(void **
 	int descriptors = descriptors_open(), leases = leases_held();
 	struct file_cache *cache = new_cache(1, LONG_TIME, LONG_TIME);
 	struct file_cache_entry *borrowed = open_and_insert(fixture, cache, first, NULL);
-	cache_file(fixture, cache, second); /* evicts the first, still borrowed */
+	file_cache_release(cache, file_cache_get(cache, first)); /* its first hit: leased */
+	assert_int_equal(leases_held(), leases + 1);
+	cache_file_and_hit(fixture, cache, second); /* evicts the first, still borrowed */
 	assert_int_equal(leases_held(), leases + 1);
 	assert_int_equal(descriptors_open(), descriptors + 2);
 	/* Nobody will ask about it again: a writer of the first file is not held back. */
@@ -1340,6 +1370,7 @@ int main(void)
 		FILE_CACHE_TEST(test_expire_keeps_entries_used_within_the_inactive_time),
 		FILE_CACHE_TEST(test_expire_closes_entries_unused_for_the_inactive_time),
 		FILE_CACHE_TEST(test_expire_spares_an_entry_used_recently),
+		FILE_CACHE_TEST(test_a_file_cached_but_not_yet_asked_for_again_holds_no_lease),
 		FILE_CACHE_TEST(test_cached_file_holds_a_lease),
 		FILE_CACHE_TEST(test_leased_file_is_a_miss_as_soon_as_a_writer_has_opened_it),
 		FILE_CACHE_TEST(test_writer_is_held_back_until_the_lease_is_given_up_and_no_longer),
