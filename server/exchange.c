@@ -47,8 +47,8 @@
 #define FRAMING_LINES_MAX 8
 /* Head writes (head, then each part of a multipart body) before leaving it to the loop. */
 #define FLUSH_WRITES_MAX 8
-/* X-Forwarded-For lines joined into one list for the access log. */
-#define FORWARDED_FOR_MAX 4096
+/* X-Forwarded-For lines read as one list for the access log. */
+#define FORWARDED_LINES_MAX 32
 
 /* Something worth a log line, reported at most once per interval with a count. */
 struct report {
@@ -585,36 +585,25 @@ static int framing_refused(struct evhttp_request *req)
 	return framing_check(&framing) == FRAMING_REFUSE;
 }
 
-/* Joins every X-Forwarded-For line, in order, as RFC 9110 reads repeated fields. */
-static const char *forwarded_for(struct evhttp_request *req, char *out, size_t out_size)
+/*
+ * The X-Forwarded-For lines, in order (RFC 9110 reads repeated lines as one
+ * list); past FORWARDED_LINES_MAX the last ones, which name the nearest hops.
+ */
+static size_t forwarded_for_lines(struct evhttp_request *req, const char **lines)
 {
 	struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
-	size_t used = 0;
-	int any = 0;
+	size_t count = 0;
 	for (struct evkeyval *header = headers->tqh_first; header != NULL;
 	     header = header->next.tqe_next) {
 		if (evutil_ascii_strcasecmp(header->key, "X-Forwarded-For") != 0)
 			continue;
-		size_t length = strlen(header->value);
-		size_t needed = length + (any ? 2 : 0);
-		if (used + needed >= out_size) {
-			/* Too long to keep whole: the list's right end names the client. */
-			used = 0;
-			if (length >= out_size)
-				return NULL;
-			needed = length;
-			any = 0;
+		if (count == FORWARDED_LINES_MAX) {
+			memmove(lines, lines + 1, (FORWARDED_LINES_MAX - 1) * sizeof(*lines));
+			count--;
 		}
-		if (any) {
-			memcpy(out + used, ", ", 2);
-			used += 2;
-		}
-		memcpy(out + used, header->value, length);
-		used += length;
-		any = 1;
+		lines[count++] = header->value;
 	}
-	out[used] = '\0';
-	return any ? out : NULL;
+	return count;
 }
 
 static void log_access(struct exchange *exchange, struct evhttp_connection *evcon, int status,
@@ -627,14 +616,16 @@ static void log_access(struct exchange *exchange, struct evhttp_connection *evco
 	char *peer_address = NULL;
 	ev_uint16_t peer_port = 0;
 	char forwarded_client[PROXY_TRUST_ADDRESS_MAX];
-	char forwarded[FORWARDED_FOR_MAX];
+	const char *forwarded[FORWARDED_LINES_MAX];
 	evhttp_connection_get_peer(evcon, &peer_address, &peer_port);
+	size_t forwarded_count = settings->trusted_proxy_count > 0 ? forwarded_for_lines(req, forwarded)
+								   : 0;
 
 	struct access_entry entry = {
-		.client = proxy_trust_client(settings->trusted_proxies,
-					     settings->trusted_proxy_count, peer_address,
-					     forwarded_for(req, forwarded, sizeof(forwarded)),
-					     forwarded_client, sizeof(forwarded_client)),
+		.client = proxy_trust_client_lines(settings->trusted_proxies,
+						   settings->trusted_proxy_count, peer_address,
+						   forwarded, forwarded_count, forwarded_client,
+						   sizeof(forwarded_client)),
 		.time = exchange->started_wall,
 		.method = exchange_method(exchange),
 		.target = evhttp_request_get_uri(req),
