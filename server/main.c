@@ -106,9 +106,11 @@ static void log_cache_stats(const struct service *service)
 	log_info("lookup cache: %llu hits, %llu misses, %llu evictions, %llu entries",
 		 (unsigned long long)lookups.hits, (unsigned long long)lookups.misses,
 		 (unsigned long long)lookups.evictions, (unsigned long long)lookups.entries);
-	log_info("open-file cache: %llu hits, %llu misses, %llu evictions, %llu entries",
+	log_info("open-file cache: %llu hits, %llu misses, %llu evictions, %llu entries (%zu checked "
+		 "by lease)",
 		 (unsigned long long)files.hits, (unsigned long long)files.misses,
-		 (unsigned long long)files.evictions, (unsigned long long)files.entries);
+		 (unsigned long long)files.evictions, (unsigned long long)files.entries,
+		 file_cache_leased(service->file_cache));
 }
 
 static int fail(const char *message)
