@@ -116,6 +116,7 @@ static enum media_status describe_opened(int fd, const char *resolved_path, int 
 	file->mtime = info.st_mtim;
 	file->device = info.st_dev;
 	file->inode = info.st_ino;
+	file->links = info.st_nlink;
 	return MEDIA_OK;
 }
 

@@ -40,6 +40,7 @@ struct media_file {
 	struct timespec mtime;
 	dev_t device;
 	ino_t inode;
+	nlink_t links;		    /* names the file has (hard links) */
 	int root_index;		    /* which root contains it */
 	char resolved_path[PATH_MAX]; /* canonical path of the opened file */
 };

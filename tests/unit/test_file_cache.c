@@ -938,6 +938,26 @@ static void test_a_file_cached_but_not_yet_asked_for_again_holds_no_lease(void *
 	file_cache_free(cache);
 }
 
+static void test_a_file_with_two_names_is_checked_by_fstat_not_leased(void **state)
+{
+	struct fixture *fixture = *state;
+	need_leases(fixture);
+	char path[PATH_MAX], other_name[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "a.mp3", path);
+	track_path(fixture, TRACK_ROOT, "a-link.mp3", other_name);
+	write_file(path, CONTENT);
+	assert_int_equal(link(path, other_name), 0);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	int before = leases_held();
+	cache_file_and_hit(fixture, cache, path);
+	assert_int_equal(file_cache_leased(cache), 0);
+	assert_int_equal(leases_held(), before);
+	/* A rewrite through the other name is still seen at once. */
+	write_file(other_name, NEW_CONTENT);
+	assert_null(file_cache_get(cache, path));
+	file_cache_free(cache);
+}
+
 static void test_cached_file_holds_a_lease(void **state)
 {
 	struct fixture *fixture = *state;
@@ -1371,6 +1391,7 @@ int main(void)
 		FILE_CACHE_TEST(test_expire_closes_entries_unused_for_the_inactive_time),
 		FILE_CACHE_TEST(test_expire_spares_an_entry_used_recently),
 		FILE_CACHE_TEST(test_a_file_cached_but_not_yet_asked_for_again_holds_no_lease),
+		FILE_CACHE_TEST(test_a_file_with_two_names_is_checked_by_fstat_not_leased),
 		FILE_CACHE_TEST(test_cached_file_holds_a_lease),
 		FILE_CACHE_TEST(test_leased_file_is_a_miss_as_soon_as_a_writer_has_opened_it),
 		FILE_CACHE_TEST(test_writer_is_held_back_until_the_lease_is_given_up_and_no_longer),
