@@ -110,12 +110,26 @@ static void append_field(const struct track *track, const struct field *field, b
 	}
 }
 
+/* A dotted path field ("file.path") is a field of a subdocument in an inserted document. */
+static void append_path(bson_t *out, const char *path_field, const char *path)
+{
+	const char *dot = strchr(path_field, '.');
+	if (dot == NULL) {
+		BSON_APPEND_UTF8(out, path_field, path);
+		return;
+	}
+	bson_t child;
+	bson_append_document_begin(out, path_field, (int)(dot - path_field), &child);
+	append_path(&child, dot + 1, path);
+	bson_append_document_end(out, &child);
+}
+
 void document_for_insert(const struct track *track, const char *path_field, const bson_oid_t *id,
 			 bson_t *out)
 {
 	bson_init(out);
 	BSON_APPEND_OID(out, "_id", id);
-	BSON_APPEND_UTF8(out, path_field, track->path);
+	append_path(out, path_field, track->path);
 	for (size_t i = 0; i < FIELD_COUNT; i++) {
 		if (field_present(track, &fields[i]))
 			append_field(track, &fields[i], out);

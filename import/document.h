@@ -30,7 +30,10 @@ void track_free(struct track *track);
 /* Whether name is "_id", a field musicd-import writes, or inside one (a path field may not be). */
 bool document_field_is_reserved(const char *name);
 
-/* The document of a new file: { _id: id, <path_field>: path, ...every field present }. */
+/*
+ * The document of a new file: { _id: id, <path_field>: path, ...every field
+ * present }; a dotted path field is nested ("a.b" -> { a: { b: path } }).
+ */
 void document_for_insert(const struct track *track, const char *path_field, const bson_oid_t *id,
 			 bson_t *out);
 

@@ -129,22 +129,28 @@ static struct pool_item *classify(struct run *run, size_t *count)
 	return items;
 }
 
-/* Executes a full or final batch; prints the URLs of what it added. */
+/* Executes a full or final batch, counts what it wrote, prints the URLs of what it added. */
 static int flush_batch(struct run *run, struct store_batch *batch, struct pool_item *items,
 		       size_t first, size_t end, const bson_oid_t *ids)
 {
-	size_t raced = 0;
+	size_t raced = 0, added = 0, updated = 0;
 	if (store_batch_execute(batch, &raced, run->error, sizeof(run->error)) < 0)
 		return -1;
-	run->summary.added -= raced;
-	run->summary.updated += raced;
-	if (run->options.print_urls != NULL) {
-		for (size_t i = first; i < end; i++) {
-			if (items[i].status == 0 && items[i].action == PLAN_ADD)
-				print_url(run->options.print_urls, &ids[i - first], items[i].path);
+	for (size_t i = first; i < end; i++) {
+		if (items[i].status != 0)
+			continue;
+		if (items[i].action == PLAN_UPDATE) {
+			updated++;
+			continue;
 		}
-		fflush(stdout);
+		added++;
+		if (run->options.print_urls != NULL)
+			print_url(run->options.print_urls, &ids[i - first], items[i].path);
 	}
+	fflush(stdout);
+	/* An insert that lost a race with another writer became an update of its document. */
+	run->summary.added += added - raced;
+	run->summary.updated += updated + raced;
 	return 0;
 }
 
@@ -174,7 +180,7 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 		struct pool_item *item;
 		while ((item = pool_wait(&pool, i, PROGRESS_WAIT_MS)) == NULL)
 			console_progress(&run->console, run->summary.unchanged + i, found, false);
-		console_progress(&run->console, run->summary.unchanged + i + 1, found, false);
+		console_progress(&run->console, run->summary.unchanged + i + 1, found, i + 1 == count);
 		if (item->status < 0) {
 			snprintf(run->error, sizeof(run->error), "%s", item->reason);
 			status = -1;
@@ -190,7 +196,7 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 		} else {
 			store_batch_update(&batch, &item->track);
 		}
-		if (item->status == 0)
+		if (item->status == 0 && run->options.dry_run)
 			*(item->action == PLAN_ADD ? &run->summary.added : &run->summary.updated) += 1;
 		if (run->options.dry_run) {
 			pool_release(&pool, i + 1);

@@ -7,6 +7,7 @@
 
 #include "content_type.h"
 #include "id3v2.h"
+#include "mpeg.h"
 #include "ogg.h"
 #include "vorbis_comment.h"
 
@@ -20,6 +21,11 @@
 #define FLAC_MAX_BLOCKS 64
 #define FLAC_VORBIS_COMMENT 4
 #define FLAC_LAST_BLOCK 0x80
+#define MPEG_SCAN_BYTES 4096 /* padding or junk between the ID3v2 tag and the first frame */
+#define MPEG_FIRST_FRAME_MAX 2048
+#define ID3V1_SIZE 128
+#define APE_FOOTER_SIZE 32
+#define APE_HAS_HEADER 0x80000000u
 
 /* Reads exactly length bytes at offset, or fewer at the end of the file; returns the count. */
 static ssize_t read_at(int fd, void *buffer, size_t length, int64_t offset)
@@ -78,6 +84,57 @@ static int read_id3v2(int fd, struct rawtags *tags)
 		memcpy(tags->invalid, info.invalid_frame, sizeof(info.invalid_frame));
 	}
 	return status;
+}
+
+static uint32_t little_endian32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Bytes of ID3v1 and APEv2 tags at the end of the file. */
+static int64_t tail_tags(int fd, int64_t file_size)
+{
+	unsigned char bytes[APE_FOOTER_SIZE];
+	int64_t tail = 0;
+	if (file_size >= ID3V1_SIZE && read_at(fd, bytes, 3, file_size - ID3V1_SIZE) == 3 &&
+	    memcmp(bytes, "TAG", 3) == 0)
+		tail = ID3V1_SIZE;
+	if (file_size - tail >= APE_FOOTER_SIZE &&
+	    read_at(fd, bytes, APE_FOOTER_SIZE, file_size - tail - APE_FOOTER_SIZE) ==
+		    APE_FOOTER_SIZE &&
+	    memcmp(bytes, "APETAGEX", 8) == 0) {
+		int64_t size = little_endian32(bytes + 12);
+		if (little_endian32(bytes + 20) & APE_HAS_HEADER)
+			size += APE_FOOTER_SIZE;
+		tail += size;
+	}
+	return tail;
+}
+
+/* The first MPEG frame after the ID3v2 tag: the encoder's audio byte count, if it wrote one. */
+static int read_first_frame(int fd, int64_t file_size, struct rawtags *tags)
+{
+	unsigned char *bytes = malloc(MPEG_SCAN_BYTES + MPEG_FIRST_FRAME_MAX);
+	if (bytes == NULL)
+		return -ENOMEM;
+	ssize_t n = read_at(fd, bytes, MPEG_SCAN_BYTES + MPEG_FIRST_FRAME_MAX, tags->id3v2_size);
+	if (n < 0) {
+		free(bytes);
+		return (int)n;
+	}
+	for (size_t i = 0; i + 4 <= (size_t)n && i < MPEG_SCAN_BYTES; i++) {
+		uint32_t expected;
+		if (bytes[i] != 0xFF || !mpeg_is_layer3_header(bytes + i))
+			continue;
+		if (mpeg_stream_bytes(bytes + i, (size_t)n - i, &expected)) {
+			int64_t start = tags->id3v2_size + (int64_t)i;
+			tags->audio_expected = expected;
+			tags->audio_present = file_size - start - tail_tags(fd, file_size);
+		}
+		break;
+	}
+	free(bytes);
+	return 0;
 }
 
 static int take_comments(const unsigned char *bytes, size_t length, struct rawtags *tags)
@@ -161,8 +218,10 @@ int rawtags_read(int fd, const char *path, int64_t file_size, struct rawtags *ta
 {
 	memset(tags, 0, sizeof(*tags));
 	const char *type = content_type_for_path(path);
-	if (strcmp(type, "audio/mpeg") == 0)
-		return read_id3v2(fd, tags);
+	if (strcmp(type, "audio/mpeg") == 0) {
+		int status = read_id3v2(fd, tags);
+		return status < 0 ? status : read_first_frame(fd, file_size, tags);
+	}
 	if (strcmp(type, "audio/flac") == 0)
 		return read_flac(fd, tags);
 	if (strcmp(type, "audio/ogg") == 0)

@@ -14,6 +14,8 @@ struct rawtags {
 	unsigned disc;	      /* 0 when absent */
 	char invalid[32];     /* "" or the frame/comment whose text is not valid */
 	int64_t id3v2_size;   /* mp3: bytes of the ID3v2 tag at the start (0 when none) */
+	int64_t audio_expected; /* mp3: audio bytes its encoder wrote (0 when not known) */
+	int64_t audio_present;	/* mp3: audio bytes in the file, tags at either end excluded */
 };
 
 /* Reads what the file's type (by path's extension) holds; returns 0 or a negative errno. */

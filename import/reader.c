@@ -88,6 +88,13 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 		status = 1;
 		goto cleanup;
 	}
+	if (raw.audio_expected > 0 && raw.audio_present < raw.audio_expected) {
+		snprintf(reason, reason_size, "truncated: %lld of the %lld bytes of audio its encoder wrote",
+			 (long long)(raw.audio_present > 0 ? raw.audio_present : 0),
+			 (long long)raw.audio_expected);
+		status = 1;
+		goto cleanup;
+	}
 	if (tags_supported(path)) {
 		status = tags_read(path, track, reason, reason_size);
 		if (status < 0)
