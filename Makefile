@@ -39,7 +39,8 @@ $(ASAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(ASAN_OBJ
 
 # musicd-import: import/*.c plus the server modules it shares (config, content types, containment).
 IMPORT_PKGS := libmongoc-1.0 taglib_c
-IMPORT_CFLAGS := $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null) -Iimport
+# -Iimport first: TagLib's include directory has an id3v2.h of its own.
+IMPORT_CFLAGS := -Iimport $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null)
 IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null)
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
