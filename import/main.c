@@ -165,7 +165,8 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 	}
 	if (count == 0)
 		return 0;
-	if (pool_start(&pool, items, count, jobs, run->options.hash) < 0) {
+	/* Readers may fill the next batch while the current one is written. */
+	if (pool_start(&pool, items, count, jobs, 2 * STORE_BATCH_MAX, run->options.hash) < 0) {
 		snprintf(run->error, sizeof(run->error), "cannot start reader threads");
 		return -1;
 	}
@@ -198,10 +199,9 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 		}
 		if (item->status == 0 && run->options.dry_run)
 			*(item->action == PLAN_ADD ? &run->summary.added : &run->summary.updated) += 1;
-		if (run->options.dry_run) {
-			pool_release(&pool, i + 1);
-		} else if (i + 1 - batch_first == STORE_BATCH_MAX || i + 1 == count) {
-			status = flush_batch(run, &batch, items, batch_first, i + 1, ids);
+		if (i + 1 - batch_first == STORE_BATCH_MAX || i + 1 == count) {
+			if (!run->options.dry_run)
+				status = flush_batch(run, &batch, items, batch_first, i + 1, ids);
 			pool_release(&pool, i + 1);
 			batch_first = i + 1;
 		}

@@ -8,6 +8,7 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -17,7 +18,7 @@ static void *reader_thread(void *arg)
 	pthread_mutex_lock(&pool->lock);
 	while (1) {
 		while (!pool->stopping && pool->next < pool->count &&
-		       pool->next >= pool->released + POOL_WINDOW)
+		       pool->next >= pool->released + pool->window)
 			pthread_cond_wait(&pool->room, &pool->lock);
 		if (pool->stopping || pool->next >= pool->count)
 			break;
@@ -33,16 +34,20 @@ static void *reader_thread(void *arg)
 		item->status = status;
 		memcpy(item->reason, reason, sizeof(reason));
 		item->done = true;
-		pthread_cond_broadcast(&pool->item_done);
+		/* Wake the main thread only for the item it waits on: no switch per file. */
+		if (pool->awaited == (size_t)(item - pool->items))
+			pthread_cond_signal(&pool->item_done);
 	}
 	pthread_mutex_unlock(&pool->lock);
 	return NULL;
 }
 
 int pool_start(struct pool *pool, struct pool_item *items, size_t count, unsigned jobs,
-	       bool want_hash)
+	       size_t window, bool want_hash)
 {
 	memset(pool, 0, sizeof(*pool));
+	pool->window = window ? window : 1;
+	pool->awaited = SIZE_MAX;
 	pool->items = items;
 	pool->count = count;
 	pool->want_hash = want_hash;
@@ -73,10 +78,12 @@ struct pool_item *pool_wait(struct pool *pool, size_t index, unsigned timeout_ms
 	}
 	struct pool_item *item = &pool->items[index];
 	pthread_mutex_lock(&pool->lock);
+	pool->awaited = index;
 	while (!item->done) {
 		if (pthread_cond_timedwait(&pool->item_done, &pool->lock, &deadline) == ETIMEDOUT)
 			break;
 	}
+	pool->awaited = SIZE_MAX;
 	bool done = item->done;
 	pthread_mutex_unlock(&pool->lock);
 	return done ? item : NULL;

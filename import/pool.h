@@ -1,7 +1,7 @@
 /*
  * pool: reads the files that are new or changed on --jobs threads, while the
  * main thread takes the results in walk order (sorted by path) and writes
- * them. Readers stay at most POOL_WINDOW items ahead of what the main thread
+ * them. Readers stay at most a window of items ahead of what the main thread
  * has released, so memory is bounded whatever the library's size.
  */
 #ifndef MUSICD_IMPORT_POOL_H
@@ -15,7 +15,6 @@
 #include "options.h"
 #include "plan.h"
 
-#define POOL_WINDOW 4096
 #define POOL_REASON_MAX 256
 
 struct pool_item {
@@ -34,6 +33,8 @@ struct pool {
 	size_t count;
 	size_t next;	 /* the next item a reader takes */
 	size_t released; /* items [0, released) are freed */
+	size_t window;	 /* how far past released readers may go */
+	size_t awaited;	 /* the item the main thread sleeps on, or SIZE_MAX */
 	bool want_hash;
 	bool stopping;
 	pthread_mutex_t lock;
@@ -41,9 +42,12 @@ struct pool {
 	pthread_cond_t room; /* released moved on, or stopping */
 };
 
-/* Starts jobs readers over items[0..count). Returns 0, or -1 (no thread could start). */
+/*
+ * Starts jobs readers over items[0..count), never more than window items past
+ * the last pool_release. Returns 0, or -1 (no thread could start).
+ */
 int pool_start(struct pool *pool, struct pool_item *items, size_t count, unsigned jobs,
-	       bool want_hash);
+	       size_t window, bool want_hash);
 
 /* Waits until items[index] is read, at most timeout_ms; returns it, or NULL on timeout. */
 struct pool_item *pool_wait(struct pool *pool, size_t index, unsigned timeout_ms);

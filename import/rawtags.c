@@ -26,6 +26,8 @@
 #define ID3V1_SIZE 128
 #define APE_FOOTER_SIZE 32
 #define APE_HAS_HEADER 0x80000000u
+#define MP3_HEAD_READ (64 * 1024)
+#define TAIL_READ (ID3V1_SIZE + APE_FOOTER_SIZE)
 
 /* Reads exactly length bytes at offset, or fewer at the end of the file; returns the count. */
 static ssize_t read_at(int fd, void *buffer, size_t length, int64_t offset)
@@ -60,81 +62,96 @@ static int read_block(int fd, int64_t offset, size_t length, unsigned char **out
 	return 0;
 }
 
-static int read_id3v2(int fd, struct rawtags *tags)
-{
-	unsigned char header[ID3V2_HEADER_SIZE];
-	ssize_t n = read_at(fd, header, sizeof(header), 0);
-	if (n < 0)
-		return (int)n;
-	size_t size = n == (ssize_t)sizeof(header) ? id3v2_tag_size(header) : 0;
-	if (size == 0)
-		return 0;
-	tags->id3v2_size = (int64_t)size;
-	unsigned char *bytes = NULL;
-	size_t got = 0;
-	int status = read_block(fd, 0, size < MAX_TAG_BYTES ? size : MAX_TAG_BYTES, &bytes, &got);
-	if (status < 0)
-		return status;
-	struct id3v2_info info;
-	status = id3v2_parse(bytes, got, &info) < 0 ? -ENOMEM : 0;
-	free(bytes);
-	if (status == 0) {
-		tags->album_artist = info.album_artist;
-		tags->disc = info.disc;
-		memcpy(tags->invalid, info.invalid_frame, sizeof(info.invalid_frame));
-	}
-	return status;
-}
-
 static uint32_t little_endian32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Bytes of ID3v1 and APEv2 tags at the end of the file. */
+/* Bytes of ID3v1 and APEv2 tags at the end of the file, from one read of its last bytes. */
 static int64_t tail_tags(int fd, int64_t file_size)
 {
-	unsigned char bytes[APE_FOOTER_SIZE];
+	unsigned char bytes[TAIL_READ];
+	int64_t offset = file_size > TAIL_READ ? file_size - TAIL_READ : 0;
+	ssize_t n = read_at(fd, bytes, (size_t)(file_size - offset), offset);
+	if (n < 0 || n != file_size - offset)
+		return 0;
 	int64_t tail = 0;
-	if (file_size >= ID3V1_SIZE && read_at(fd, bytes, 3, file_size - ID3V1_SIZE) == 3 &&
-	    memcmp(bytes, "TAG", 3) == 0)
+	if (n >= ID3V1_SIZE && memcmp(bytes + n - ID3V1_SIZE, "TAG", 3) == 0)
 		tail = ID3V1_SIZE;
-	if (file_size - tail >= APE_FOOTER_SIZE &&
-	    read_at(fd, bytes, APE_FOOTER_SIZE, file_size - tail - APE_FOOTER_SIZE) ==
-		    APE_FOOTER_SIZE &&
-	    memcmp(bytes, "APETAGEX", 8) == 0) {
-		int64_t size = little_endian32(bytes + 12);
-		if (little_endian32(bytes + 20) & APE_HAS_HEADER)
-			size += APE_FOOTER_SIZE;
-		tail += size;
+	if (n - tail >= APE_FOOTER_SIZE) {
+		const unsigned char *footer = bytes + n - tail - APE_FOOTER_SIZE;
+		if (memcmp(footer, "APETAGEX", 8) == 0) {
+			int64_t size = little_endian32(footer + 12);
+			if (little_endian32(footer + 20) & APE_HAS_HEADER)
+				size += APE_FOOTER_SIZE;
+			tail += size;
+		}
 	}
 	return tail;
 }
 
-/* The first MPEG frame after the ID3v2 tag: the encoder's audio byte count, if it wrote one. */
-static int read_first_frame(int fd, int64_t file_size, struct rawtags *tags)
+/* The first MPEG frame in bytes (at file offset start): the encoder's audio byte count. */
+static void take_first_frame(int fd, int64_t file_size, const unsigned char *bytes, size_t length,
+			     int64_t start, struct rawtags *tags)
 {
-	unsigned char *bytes = malloc(MPEG_SCAN_BYTES + MPEG_FIRST_FRAME_MAX);
-	if (bytes == NULL)
-		return -ENOMEM;
-	ssize_t n = read_at(fd, bytes, MPEG_SCAN_BYTES + MPEG_FIRST_FRAME_MAX, tags->id3v2_size);
-	if (n < 0) {
-		free(bytes);
-		return (int)n;
-	}
-	for (size_t i = 0; i + 4 <= (size_t)n && i < MPEG_SCAN_BYTES; i++) {
+	for (size_t i = 0; i + 4 <= length && i < MPEG_SCAN_BYTES; i++) {
 		uint32_t expected;
 		if (bytes[i] != 0xFF || !mpeg_is_layer3_header(bytes + i))
 			continue;
-		if (mpeg_stream_bytes(bytes + i, (size_t)n - i, &expected)) {
-			int64_t start = tags->id3v2_size + (int64_t)i;
+		if (mpeg_stream_bytes(bytes + i, length - i, &expected)) {
 			tags->audio_expected = expected;
-			tags->audio_present = file_size - start - tail_tags(fd, file_size);
+			tags->audio_present = file_size - (start + (int64_t)i) - tail_tags(fd, file_size);
 		}
-		break;
+		return;
 	}
-	free(bytes);
-	return 0;
+}
+
+/*
+ * An mp3: one read of its first MP3_HEAD_READ bytes usually holds the ID3v2
+ * tag and the first frame; a larger tag costs one more read.
+ */
+static int read_mp3(int fd, int64_t file_size, struct rawtags *tags)
+{
+	unsigned char *head = NULL, *tag = NULL, *frame = NULL;
+	size_t head_length = 0, tag_length = 0, frame_length = 0;
+	int status = read_block(fd, 0, MP3_HEAD_READ, &head, &head_length);
+	if (status < 0)
+		return status;
+	size_t size = head_length >= ID3V2_HEADER_SIZE ? id3v2_tag_size(head) : 0;
+	tags->id3v2_size = (int64_t)size;
+	if (size > 0) {
+		if (size <= head_length) {
+			tag = head;
+			tag_length = size;
+		} else if ((status = read_block(fd, 0, size < MAX_TAG_BYTES ? size : MAX_TAG_BYTES,
+						&tag, &tag_length)) < 0) {
+			goto cleanup;
+		}
+		struct id3v2_info info;
+		if (id3v2_parse(tag, tag_length, &info) < 0) {
+			status = -ENOMEM;
+			goto cleanup;
+		}
+		tags->album_artist = info.album_artist;
+		tags->disc = info.disc;
+		memcpy(tags->invalid, info.invalid_frame, sizeof(info.invalid_frame));
+	}
+	if (size + MPEG_SCAN_BYTES + MPEG_FIRST_FRAME_MAX <= head_length ||
+	    (int64_t)head_length == file_size) {
+		size_t at = size < head_length ? size : head_length;
+		take_first_frame(fd, file_size, head + at, head_length - at, (int64_t)size, tags);
+	} else {
+		if ((status = read_block(fd, (int64_t)size, MPEG_SCAN_BYTES + MPEG_FIRST_FRAME_MAX,
+					 &frame, &frame_length)) < 0)
+			goto cleanup;
+		take_first_frame(fd, file_size, frame, frame_length, (int64_t)size, tags);
+	}
+cleanup:
+	if (tag != head)
+		free(tag);
+	free(head);
+	free(frame);
+	return status;
 }
 
 static int take_comments(const unsigned char *bytes, size_t length, struct rawtags *tags)
@@ -219,8 +236,7 @@ int rawtags_read(int fd, const char *path, int64_t file_size, struct rawtags *ta
 	memset(tags, 0, sizeof(*tags));
 	const char *type = content_type_for_path(path);
 	if (strcmp(type, "audio/mpeg") == 0) {
-		int status = read_id3v2(fd, tags);
-		return status < 0 ? status : read_first_frame(fd, file_size, tags);
+		return read_mp3(fd, file_size, tags);
 	}
 	if (strcmp(type, "audio/flac") == 0)
 		return read_flac(fd, tags);

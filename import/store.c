@@ -17,6 +17,7 @@
 #define CONNECT_TIMEOUT_MS 5000
 #define SOCKET_TIMEOUT_MS 120000
 #define DUPLICATE_KEY 11000
+#define KNOWN_BATCH_SIZE 100000 /* documents per reply (a reply stays under 16 MiB anyway) */
 
 static void default_int_option(mongoc_uri_t *uri, const char *name, int32_t value)
 {
@@ -137,6 +138,8 @@ int store_load_known(struct store *store, const char *const *roots, size_t root_
 	BSON_APPEND_INT32(&projection, "mtime", 1);
 	BSON_APPEND_INT32(&projection, "sha256", 1);
 	BSON_APPEND_DOCUMENT(&opts, "projection", &projection);
+	/* Few round trips: the server's default first batch is 101 documents. */
+	BSON_APPEND_INT32(&opts, "batchSize", KNOWN_BATCH_SIZE);
 
 	mongoc_cursor_t *cursor =
 		mongoc_collection_find_with_opts(store->collection, &filter, &opts, NULL);

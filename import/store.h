@@ -15,7 +15,7 @@
 #include "document.h"
 #include "known.h"
 
-#define STORE_BATCH_MAX 1000 /* operations per bulk write */
+#define STORE_BATCH_MAX 10000 /* operations per bulk write */
 
 /* Owns the client and the collection; released by store_close. */
 struct store {
