@@ -199,7 +199,8 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 		}
 		if (item->status == 0 && run->options.dry_run)
 			*(item->action == PLAN_ADD ? &run->summary.added : &run->summary.updated) += 1;
-		if (i + 1 - batch_first == STORE_BATCH_MAX || i + 1 == count) {
+		if (STORE_BATCH_FULL(&batch) || i + 1 - batch_first == STORE_BATCH_MAX ||
+		    i + 1 == count) {
 			if (!run->options.dry_run)
 				status = flush_batch(run, &batch, items, batch_first, i + 1, ids);
 			pool_release(&pool, i + 1);
@@ -217,8 +218,8 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 /* --prune: documents under the roots whose files the walk did not find and that are gone. */
 static int prune(struct run *run)
 {
-	struct store_batch batch;
-	store_batch_init(&batch, &run->store);
+	const char *paths[STORE_BATCH_MAX];
+	size_t count = 0;
 	for (size_t i = 0; i < run->known.count; i++) {
 		const struct known_entry *entry = &run->known.entries[i];
 		if (!plan_prune_candidate(entry, (const char *const *)run->roots, run->root_count))
@@ -226,19 +227,24 @@ static int prune(struct run *run)
 		struct stat st;
 		if (lstat(entry->path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
 			continue; /* still there (unreadable, or not an audio file now): kept */
-		run->summary.pruned++;
 		if (run->options.dry_run) {
 			print_change("prune", entry->path);
+			run->summary.pruned++;
 			continue;
 		}
-		store_batch_delete(&batch, entry->path);
-		size_t raced = 0;
-		if (batch.operations == STORE_BATCH_MAX &&
-		    store_batch_execute(&batch, &raced, run->error, sizeof(run->error)) < 0)
-			return -1;
+		paths[count++] = entry->path;
+		if (count == STORE_BATCH_MAX) {
+			if (store_delete_paths(&run->store, paths, count, run->error,
+					       sizeof(run->error)) < 0)
+				return -1;
+			run->summary.pruned += count;
+			count = 0;
+		}
 	}
-	size_t raced = 0;
-	return store_batch_execute(&batch, &raced, run->error, sizeof(run->error));
+	if (store_delete_paths(&run->store, paths, count, run->error, sizeof(run->error)) < 0)
+		return -1;
+	run->summary.pruned += count;
+	return 0;
 }
 
 static void print_summary(struct run *run)

@@ -15,7 +15,7 @@
 
 #define SERVER_SELECTION_TIMEOUT_MS 5000
 #define CONNECT_TIMEOUT_MS 5000
-#define SOCKET_TIMEOUT_MS 120000
+#define SOCKET_TIMEOUT_MS 600000 /* one bulk command; FerretDB on SQLite scans per update */
 #define DUPLICATE_KEY 11000
 #define KNOWN_BATCH_SIZE 100000 /* documents per reply (a reply stays under 16 MiB anyway) */
 
@@ -216,15 +216,32 @@ void store_batch_update(struct store_batch *batch, const struct track *track)
 {
 	queue_update(bulk_of(batch), track, batch->store->path_field);
 	batch->inserted[batch->operations++] = NULL;
+	batch->updates++;
 }
 
-void store_batch_delete(struct store_batch *batch, const char *path)
+int store_delete_paths(struct store *store, const char *const *paths, size_t count, char *error,
+		       size_t error_size)
 {
-	bson_t filter;
-	document_filter(path, batch->store->path_field, &filter);
-	mongoc_bulk_operation_remove_one_with_opts(bulk_of(batch), &filter, NULL, NULL);
+	if (count == 0)
+		return 0;
+	bson_t filter = BSON_INITIALIZER, condition, list;
+	BSON_APPEND_DOCUMENT_BEGIN(&filter, store->path_field, &condition);
+	BSON_APPEND_ARRAY_BEGIN(&condition, "$in", &list);
+	for (size_t i = 0; i < count; i++) {
+		char key[24];
+		snprintf(key, sizeof(key), "%zu", i);
+		BSON_APPEND_UTF8(&list, key, paths[i]);
+	}
+	bson_append_array_end(&condition, &list);
+	bson_append_document_end(&filter, &condition);
+	bson_error_t bson_error;
+	bool ok = mongoc_collection_delete_many(store->collection, &filter, NULL, NULL, &bson_error);
 	bson_destroy(&filter);
-	batch->inserted[batch->operations++] = NULL;
+	if (!ok) {
+		snprintf(error, error_size, "database: %s", bson_error.message);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -300,5 +317,6 @@ int store_batch_execute(struct store_batch *batch, size_t *raced, char *error, s
 	mongoc_bulk_operation_destroy(batch->bulk);
 	batch->bulk = NULL;
 	batch->operations = 0;
+	batch->updates = 0;
 	return status;
 }

@@ -15,7 +15,8 @@
 #include "document.h"
 #include "known.h"
 
-#define STORE_BATCH_MAX 10000 /* operations per bulk write */
+#define STORE_BATCH_MAX 4000   /* operations per bulk write */
+#define STORE_BATCH_UPDATES 100 /* updates per bulk write: each may cost a scan (FerretDB) */
 
 /* Owns the client and the collection; released by store_close. */
 struct store {
@@ -40,6 +41,7 @@ struct store_batch {
 	struct store *store;
 	mongoc_bulk_operation_t *bulk; /* NULL while empty */
 	size_t operations;
+	size_t updates;
 	const struct track *inserted[STORE_BATCH_MAX]; /* by operation index; NULL for others */
 };
 
@@ -49,8 +51,13 @@ void store_batch_init(struct store_batch *batch, struct store *store);
 void store_batch_insert(struct store_batch *batch, const struct track *track, const bson_oid_t *id);
 /* Queues the update of a changed file's document (an upsert by path). */
 void store_batch_update(struct store_batch *batch, const struct track *track);
-/* Queues the delete of the document of a file that is gone. */
-void store_batch_delete(struct store_batch *batch, const char *path);
+/* Whether the batch should be executed before more is queued. */
+#define STORE_BATCH_FULL(batch)                                                                    \
+	((batch)->operations == STORE_BATCH_MAX || (batch)->updates == STORE_BATCH_UPDATES)
+
+/* Deletes the documents of these paths (files that are gone), in one command. */
+int store_delete_paths(struct store *store, const char *const *paths, size_t count, char *error,
+		       size_t error_size);
 
 /*
  * Executes the queued operations (nothing if none). An insert refused because
