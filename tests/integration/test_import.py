@@ -411,6 +411,19 @@ def test_only_a_touched_file_is_read_again(importer, library, sources):
     assert result.summary["updated"] == 1 and result.summary["unchanged"] == 2, result
 
 
+def test_many_changed_files_in_one_run(importer, library, sources):
+    """More updates than one bulk write holds (FerretDB v1.24.2 hangs on 100 in one command)."""
+    paths = [place(sources.plain, library.root / f"d{i // 50}" / f"{i:03}.mp3") for i in range(160)]
+    assert importer.run(str(library.root)).summary["added"] == 160
+    later = time.time() + 10
+    for path in paths:
+        os.utime(path, (later, later))
+    result = importer.run(str(library.root))
+    assert result.summary["updated"] == 160 and result.returncode == 0, result
+    docs = importer.docs()
+    assert all(docs[str(p)]["mtime"] == mtime_ms(p) for p in paths)
+
+
 def test_hash_is_the_files_sha256(importer, library, sources):
     paths = [place(s, library.root / f"x{s.suffix}") for s in (sources.id3v2, sources.flac)]
     assert importer.run("--hash", str(library.root)).returncode == 0
