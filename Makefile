@@ -1,5 +1,5 @@
 # musicd build, test and demo entry points.
-#   make        build build/musicd
+#   make        build build/musicd and build/musicd-import
 #   make test   install what is missing, build, run every test (the include-graph check, unit,
 #               fuzz, integration, and integration again under ASan/UBSan)
 #   make layers server/'s include graph: no cycle, event2/http_struct.h only in exchange.c
@@ -22,7 +22,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 OBJ      := build/obj
 ASAN_OBJ := build/asan/obj
 
-all: build/musicd
+all: build/musicd build/musicd-import
 
 build/musicd: $(SERVER_SRCS:server/%.c=$(OBJ)/%.o)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
@@ -30,13 +30,44 @@ build/musicd: $(SERVER_SRCS:server/%.c=$(OBJ)/%.o)
 $(OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(OBJ)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
-asan: build/asan/musicd
+asan: build/asan/musicd build/asan/musicd-import
 
 build/asan/musicd: $(SERVER_SRCS:server/%.c=$(ASAN_OBJ)/%.o)
 	$(CC) $(SAN_FLAGS) -pthread -o $@ $^ $(PKG_LIBS)
 
 $(ASAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(ASAN_OBJ)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+
+# musicd-import: import/*.c plus the server modules it shares (config, content types, containment).
+IMPORT_PKGS := libmongoc-1.0 taglib_c
+# -Iimport first: TagLib's include directory has an id3v2.h of its own.
+IMPORT_CFLAGS := -Iimport $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null)
+IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null)
+IMPORT_SRCS := $(wildcard import/*.c)
+IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
+IMPORT_SHARED := $(addprefix server/,config.c log.c proxy_trust.c content_type.c containment.c)
+IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
+IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) \
+	$(IMPORT_SHARED:server/%.c=$(ASAN_OBJ)/%.o)
+
+build/musicd-import: $(IMPORT_OBJS)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(IMPORT_LIBS)
+
+build/asan/musicd-import: $(ASAN_OBJ)/import/main.o $(IMPORT_ASAN_LIB_OBJS)
+	$(CC) $(SAN_FLAGS) -pthread -o $@ $^ $(IMPORT_LIBS)
+
+$(OBJ)/import/%.o: import/%.c $(wildcard import/*.h server/*.h) VERSION Makefile | $(OBJ)/import
+	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+
+$(ASAN_OBJ)/import/%.o: import/%.c $(wildcard import/*.h server/*.h) VERSION Makefile | $(ASAN_OBJ)/import
+	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+
+$(OBJ)/import $(ASAN_OBJ)/import:
+	mkdir -p $@
+
+# Unit tests of musicd-import's modules link its sanitized objects (all but main).
+build/tests/test_import_%: tests/unit/test_import_%.c $(IMPORT_ASAN_LIB_OBJS) | build/tests
+	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(IMPORT_LIBS) -lcmocka
 
 # Unit tests: each tests/unit/test_X.c links the sanitized server objects (all but main).
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=build/tests/%)

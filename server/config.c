@@ -455,6 +455,16 @@ static int read_file(const char *path, char **out, char *error, size_t error_siz
 	return 0;
 }
 
+int config_load_file(struct config *config, const char *path, char *error, size_t error_size)
+{
+	char *text;
+	if (read_file(path, &text, error, error_size) < 0)
+		return -1;
+	int parsed = config_parse_text(config, text, path, error, error_size);
+	free(text);
+	return parsed;
+}
+
 /* One flag from argv: "--name value" or "--name=value". */
 struct flag {
 	const char *name;
@@ -638,15 +648,8 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 	    config_set(config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
 		return -1;
 
-	if (config_path != NULL) {
-		char *text;
-		if (read_file(config_path, &text, error, error_size) < 0)
-			return -1;
-		int parsed = config_parse_text(config, text, config_path, error, error_size);
-		free(text);
-		if (parsed < 0)
-			return -1;
-	}
+	if (config_path != NULL && config_load_file(config, config_path, error, error_size) < 0)
+		return -1;
 
 	/* Second pass: flags override the file; a list on the command line replaces the file's. */
 	bool list_from_flags[OPTION_COUNT] = {false};

@@ -93,6 +93,9 @@ int config_set(struct config *config, const char *name, const char *value, char 
 int config_parse_text(struct config *config, const char *text, const char *source, char *error,
 		      size_t error_size);
 
+/* Reads the config file at path (at most 1 MiB, no NUL) and applies it with config_parse_text. */
+int config_load_file(struct config *config, const char *path, char *error, size_t error_size);
+
 /* Splits "host:port", "[v6]:port" or ":port" (any address); returns 0 or -1. */
 int config_parse_listen(const char *text, char *host, size_t host_size, uint16_t *port);
 

@@ -1,0 +1,148 @@
+/*
+ * escape: the three escapers of musicd-import's output. The terminal escaper
+ * decodes UTF-8 itself, so a name that is not UTF-8 is shown byte by byte and
+ * a user can still tell which file it was.
+ */
+#include "escape.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest output per input byte: "\xNN" or "%XX" or "\u00NN". */
+#define ESCAPE_MAX_PER_BYTE 6
+
+/*
+ * Length of the valid UTF-8 sequence at text[0..length), or 0 if it is not
+ * one: overlong forms, surrogates and code points past U+10FFFF are invalid.
+ */
+static size_t utf8_sequence_length(const unsigned char *text, size_t length)
+{
+	unsigned char lead = text[0];
+	size_t need;
+	uint32_t code;
+	uint32_t minimum;
+
+	if (lead < 0x80)
+		return 1;
+	if (lead >= 0xC2 && lead <= 0xDF) {
+		need = 2;
+		code = lead & 0x1F;
+		minimum = 0x80;
+	} else if (lead >= 0xE0 && lead <= 0xEF) {
+		need = 3;
+		code = lead & 0x0F;
+		minimum = 0x800;
+	} else if (lead >= 0xF0 && lead <= 0xF4) {
+		need = 4;
+		code = lead & 0x07;
+		minimum = 0x10000;
+	} else {
+		return 0;
+	}
+	if (length < need)
+		return 0;
+	for (size_t i = 1; i < need; i++) {
+		if ((text[i] & 0xC0) != 0x80)
+			return 0;
+		code = (code << 6) | (text[i] & 0x3F);
+	}
+	if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+		return 0;
+	return need;
+}
+
+bool escape_is_utf8(const char *bytes, size_t length)
+{
+	const unsigned char *text = (const unsigned char *)bytes;
+	size_t i = 0;
+	while (i < length) {
+		if (text[i] == '\0')
+			return false;
+		size_t n = utf8_sequence_length(text + i, length - i);
+		if (n == 0)
+			return false;
+		i += n;
+	}
+	return true;
+}
+
+char *escape_for_terminal(const char *bytes, size_t length)
+{
+	const unsigned char *text = (const unsigned char *)bytes;
+	char *out = malloc(length * ESCAPE_MAX_PER_BYTE + 1);
+	if (out == NULL)
+		return NULL;
+	char *cursor = out;
+	size_t i = 0;
+	while (i < length) {
+		size_t n = text[i] == '\0' ? 0 : utf8_sequence_length(text + i, length - i);
+		if (n == 1 && text[i] == '\\') {
+			*cursor++ = '\\';
+			*cursor++ = '\\';
+		} else if (n == 1 && (text[i] < 0x20 || text[i] == 0x7F)) {
+			cursor += sprintf(cursor, "\\x%02x", text[i]);
+		} else if (n == 0) {
+			cursor += sprintf(cursor, "\\x%02x", text[i]);
+			n = 1;
+		} else if (n == 2 && text[i] == 0xC2 && text[i + 1] < 0xA0) {
+			/* C1 controls (U+0080..U+009F) move terminals too. */
+			cursor += sprintf(cursor, "\\x%02x\\x%02x", text[i], text[i + 1]);
+		} else {
+			memcpy(cursor, text + i, n);
+			cursor += n;
+		}
+		i += n;
+	}
+	*cursor = '\0';
+	return out;
+}
+
+char *escape_for_json(const char *text)
+{
+	size_t length = strlen(text);
+	char *out = malloc(length * ESCAPE_MAX_PER_BYTE + 1);
+	if (out == NULL)
+		return NULL;
+	char *cursor = out;
+	for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\') {
+			*cursor++ = '\\';
+			*cursor++ = (char)*p;
+		} else if (*p == '\n') {
+			cursor += sprintf(cursor, "\\n");
+		} else if (*p == '\t') {
+			cursor += sprintf(cursor, "\\t");
+		} else if (*p < 0x20 || *p == 0x7F) {
+			cursor += sprintf(cursor, "\\u%04x", *p);
+		} else {
+			*cursor++ = (char)*p;
+		}
+	}
+	*cursor = '\0';
+	return out;
+}
+
+static bool url_unreserved(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+char *escape_for_url(const char *text)
+{
+	size_t length = strlen(text);
+	char *out = malloc(length * ESCAPE_MAX_PER_BYTE + 1);
+	if (out == NULL)
+		return NULL;
+	char *cursor = out;
+	for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
+		if (url_unreserved(*p))
+			*cursor++ = (char)*p;
+		else
+			cursor += sprintf(cursor, "%%%02X", *p);
+	}
+	*cursor = '\0';
+	return out;
+}

@@ -1,0 +1,307 @@
+/*
+ * options: one table of musicd-import's flags drives parsing and --help. A
+ * SHARED flag is handed to config_set under its own name, so its checks and
+ * messages are musicd's; --config goes through config_load_file.
+ */
+#include "options.h"
+
+#include "document.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum option_kind {
+	OPTION_SHARED,	   /* musicd's setting, through config_set */
+	OPTION_CONFIG,	   /* --config FILE */
+	OPTION_SWITCH,	   /* bool field; takes no value */
+	OPTION_JOBS,	   /* --jobs N */
+	OPTION_PRINT_URLS, /* --print-urls BASE */
+};
+
+struct option_spec {
+	const char *name;
+	const char *value_name; /* NULL: takes no value */
+	enum option_kind kind;
+	size_t offset; /* OPTION_SWITCH: the bool; OPTION_SHARED: the config's string, for its default */
+	const char *help;
+};
+
+#define SHARED(field) .kind = OPTION_SHARED, .offset = offsetof(struct config, field)
+
+#define SWITCH(field) .kind = OPTION_SWITCH, .offset = offsetof(struct import_options, field)
+
+static const struct option_spec options[] = {
+	{"config", "FILE", OPTION_CONFIG,
+	 .help = "musicd's config file (its database settings are used); flags override it"},
+	{"mongodb-uri", "URI", SHARED(mongodb_uri), .help = "MongoDB connection string, else $MONGODB_URI"},
+	{"database", "NAME", SHARED(database), .help = "database holding the tracks"},
+	{"collection", "NAME", SHARED(collection), .help = "collection holding the tracks"},
+	{"path-field", "NAME", SHARED(path_field),
+	 .help = "document field with the file's absolute path, uniquely indexed"},
+	{"hash", NULL, SWITCH(hash), .help = "also store each new or changed file's SHA-256 (sha256)"},
+	{"prune", NULL, SWITCH(prune),
+	 "delete documents whose path is under a DIR and whose file is gone"},
+	{"dry-run", NULL, SWITCH(dry_run), .help = "report what would change; write nothing"},
+	{"jobs", "N", OPTION_JOBS, .help = "files read in parallel (default: one per CPU)"},
+	{"json", NULL, SWITCH(json), .help = "print the summary as one JSON object"},
+	{"print-urls", "BASE", OPTION_PRINT_URLS,
+	 .help = "print BASE/musicdb/<id>/<name> for each track added"},
+};
+
+#define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
+
+static void set_error(char *error, size_t error_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_error(char *error, size_t error_size, const char *fmt, ...)
+{
+	va_list args;
+	va_start(args, fmt);
+	vsnprintf(error, error_size, fmt, args);
+	va_end(args);
+}
+
+void import_options_init(struct import_options *options_out)
+{
+	memset(options_out, 0, sizeof(*options_out));
+	config_init(&options_out->config);
+}
+
+void import_options_free(struct import_options *options_out)
+{
+	config_free(&options_out->config);
+	free(options_out->print_urls);
+	memset(options_out, 0, sizeof(*options_out));
+}
+
+static const struct option_spec *find_option(const char *name, size_t length)
+{
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		if (strlen(options[i].name) == length && strncmp(options[i].name, name, length) == 0)
+			return &options[i];
+	}
+	return NULL;
+}
+
+/* One argument: a flag with its value, or a DIR. */
+struct argument {
+	const struct option_spec *option; /* NULL for a DIR */
+	const char *value;		  /* the flag's value, or the DIR */
+	bool help, version;
+};
+
+/* Reads argv[*index] (and its value), advancing *index; "--" makes the rest DIRs. */
+static int next_argument(int argc, char *const *argv, int *index, bool *only_dirs,
+			 struct argument *argument, char *error, size_t error_size)
+{
+	const char *arg = argv[(*index)++];
+	memset(argument, 0, sizeof(*argument));
+	if (*only_dirs || strncmp(arg, "-", 1) != 0 || strcmp(arg, "-") == 0) {
+		argument->value = arg;
+		return 0;
+	}
+	if (strcmp(arg, "--") == 0) {
+		*only_dirs = true;
+		argument->value = NULL;
+		return 0;
+	}
+	if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+		argument->help = true;
+		return 0;
+	}
+	if (strcmp(arg, "--version") == 0) {
+		argument->version = true;
+		return 0;
+	}
+	if (strncmp(arg, "--", 2) != 0) {
+		set_error(error, error_size, "unknown option '%s' (see --help)", arg);
+		return -1;
+	}
+	const char *name = arg + 2;
+	const char *equals = strchr(name, '=');
+	size_t length = equals ? (size_t)(equals - name) : strlen(name);
+	argument->option = find_option(name, length);
+	if (argument->option == NULL) {
+		set_error(error, error_size, "unknown option '--%.*s' (see --help)", (int)length,
+			  name);
+		return -1;
+	}
+	if (argument->option->value_name == NULL) {
+		if (equals != NULL) {
+			set_error(error, error_size, "option '--%s' takes no value",
+				  argument->option->name);
+			return -1;
+		}
+		return 0;
+	}
+	if (equals != NULL) {
+		argument->value = equals + 1;
+	} else if (*index < argc) {
+		argument->value = argv[(*index)++];
+	} else {
+		set_error(error, error_size, "option '--%s' needs a value", argument->option->name);
+		return -1;
+	}
+	if (argument->value[0] == '\0') {
+		set_error(error, error_size, "--%s: empty value", argument->option->name);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_jobs(const char *text, unsigned *jobs)
+{
+	if (text[0] < '0' || text[0] > '9')
+		return -1;
+	errno = 0;
+	char *end;
+	unsigned long value = strtoul(text, &end, 10);
+	if (errno != 0 || *end != '\0' || value < 1 || value > IMPORT_MAX_JOBS)
+		return -1;
+	*jobs = (unsigned)value;
+	return 0;
+}
+
+/* Applies an import-only flag (the shared ones are applied by apply_shared). */
+static int apply_own(struct import_options *out, const struct argument *argument, char *error,
+		     size_t error_size)
+{
+	const struct option_spec *option = argument->option;
+	switch (option->kind) {
+	case OPTION_SWITCH:
+		*(bool *)((char *)out + option->offset) = true;
+		return 0;
+	case OPTION_JOBS:
+		if (parse_jobs(argument->value, &out->jobs) < 0) {
+			set_error(error, error_size, "--jobs: '%s' is not a number from 1 to %d",
+				  argument->value, IMPORT_MAX_JOBS);
+			return -1;
+		}
+		return 0;
+	case OPTION_PRINT_URLS: {
+		size_t length = strlen(argument->value);
+		while (length > 1 && argument->value[length - 1] == '/')
+			length--;
+		free(out->print_urls);
+		if ((out->print_urls = strndup(argument->value, length)) == NULL) {
+			set_error(error, error_size, "--print-urls: out of memory");
+			return -1;
+		}
+		return 0;
+	}
+	case OPTION_SHARED:
+	case OPTION_CONFIG:
+		return 0;
+	}
+	return 0;
+}
+
+static int apply_shared(struct import_options *out, const struct argument *argument, char *error,
+			size_t error_size)
+{
+	char reason[CONFIG_ERROR_MAX];
+	if (config_set(&out->config, argument->option->name, argument->value, reason,
+		       sizeof(reason)) < 0) {
+		set_error(error, error_size, "--%s", reason);
+		return -1;
+	}
+	return 0;
+}
+
+int import_options_load(struct import_options *out, int argc, char *const *argv,
+			const char *env_mongodb_uri, enum import_action *action, char *error,
+			size_t error_size)
+{
+	struct argument argument;
+	const char *config_path = NULL;
+	bool only_dirs = false;
+	*action = IMPORT_RUN;
+
+	/* First pass: every argument checked; --help, --version, --config, the DIRs, own flags. */
+	for (int i = 1; i < argc;) {
+		if (next_argument(argc, argv, &i, &only_dirs, &argument, error, error_size) < 0)
+			return -1;
+		if (argument.help) {
+			*action = IMPORT_HELP;
+			return 0;
+		}
+		if (argument.version) {
+			*action = IMPORT_VERSION;
+			continue;
+		}
+		if (argument.option == NULL) {
+			if (argument.value == NULL)
+				continue; /* "--" */
+			if (out->dir_count == IMPORT_MAX_DIRS) {
+				set_error(error, error_size, "more than %d directories given",
+					  IMPORT_MAX_DIRS);
+				return -1;
+			}
+			out->dirs[out->dir_count++] = argument.value;
+			continue;
+		}
+		if (argument.option->kind == OPTION_CONFIG)
+			config_path = argument.value;
+		else if (apply_own(out, &argument, error, error_size) < 0)
+			return -1;
+	}
+	if (*action == IMPORT_VERSION)
+		return 0;
+
+	if (env_mongodb_uri != NULL && env_mongodb_uri[0] != '\0' &&
+	    config_set(&out->config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
+		return -1;
+	if (config_path != NULL && config_load_file(&out->config, config_path, error, error_size) < 0)
+		return -1;
+
+	/* Second pass: the shared flags, over the file. */
+	only_dirs = false;
+	for (int i = 1; i < argc;) {
+		next_argument(argc, argv, &i, &only_dirs, &argument, error, error_size);
+		if (argument.option != NULL && argument.option->kind == OPTION_SHARED &&
+		    apply_shared(out, &argument, error, error_size) < 0)
+			return -1;
+	}
+
+	if (out->dir_count == 0) {
+		set_error(error, error_size, "no directory given: musicd-import [options] DIR...");
+		return -1;
+	}
+	if (document_field_is_reserved(out->config.path_field)) {
+		set_error(error, error_size,
+			  "--path-field: '%s' is a field musicd-import writes itself; choose another",
+			  out->config.path_field);
+		return -1;
+	}
+	return 0;
+}
+
+void import_options_usage(FILE *out, const char *program)
+{
+	struct config defaults;
+	config_init(&defaults);
+	fprintf(out,
+		"Usage: %s [options] DIR...\n\n"
+		"Walks each DIR and stores one document per audio file (tags and audio properties\n"
+		"read with TagLib, size, modification time) in the collection musicd serves from,\n"
+		"keyed by the file's absolute path. Unchanged files are skipped.\n\nOptions:\n",
+		program);
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		char left[80];
+		snprintf(left, sizeof(left), "--%s%s%s", options[i].name,
+			 options[i].value_name ? " " : "",
+			 options[i].value_name ? options[i].value_name : "");
+		if (options[i].kind == OPTION_SHARED)
+			fprintf(out, "  %-22s %s (default %s)\n", left, options[i].help,
+				*(char **)((char *)&defaults + options[i].offset));
+		else
+			fprintf(out, "  %-22s %s\n", left, options[i].help);
+	}
+	fprintf(out, "  %-22s %s\n", "--help", "show this help and exit");
+	fprintf(out, "  %-22s %s\n", "--version", "print the version and exit");
+	fprintf(out, "\nExit status: 0 all imported, 1 some files skipped, 2 usage or database "
+		     "error.\n");
+	config_free(&defaults);
+}

@@ -1,0 +1,132 @@
+/*
+ * reader: one file, one descriptor for the checks and the hash (TagLib opens
+ * the path itself: its C binding takes no descriptor). The size and time
+ * stored are the descriptor's, taken before anything is read, so a file
+ * rewritten meanwhile is simply seen as changed on the next run.
+ */
+#include "reader.h"
+
+#include "rawtags.h"
+#include "sha256.h"
+#include "tags.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HASH_BUFFER_SIZE (256 * 1024)
+
+static int hash_file(int fd, char hex[SHA256_HEX_SIZE])
+{
+	unsigned char *buffer = malloc(HASH_BUFFER_SIZE);
+	if (buffer == NULL)
+		return -ENOMEM;
+	struct sha256 hash;
+	sha256_init(&hash);
+	off_t offset = 0;
+	int status = 0;
+	while (1) {
+		ssize_t n = pread(fd, buffer, HASH_BUFFER_SIZE, offset);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			status = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		sha256_update(&hash, buffer, (size_t)n);
+		offset += n;
+	}
+	free(buffer);
+	if (status == 0) {
+		unsigned char digest[SHA256_DIGEST_SIZE];
+		sha256_final(&hash, digest);
+		sha256_hex(digest, hex);
+	}
+	return status;
+}
+
+int reader_read(const char *path, bool want_hash, struct track *track, char *reason,
+		size_t reason_size)
+{
+	int status = 0;
+	struct rawtags raw = {0};
+	memset(track, 0, sizeof(*track));
+
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(reason, reason_size, "cannot open: %s", strerror(errno));
+		return 1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(reason, reason_size, "not a regular file any more");
+		status = 1;
+		goto cleanup;
+	}
+	if ((track->path = strdup(path)) == NULL)
+		goto out_of_memory;
+	track->size = st.st_size;
+	track->mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+
+	int read_status = rawtags_read(fd, path, st.st_size, &raw);
+	if (read_status == -ENOMEM)
+		goto out_of_memory;
+	if (read_status < 0) {
+		snprintf(reason, reason_size, "cannot read: %s", strerror(-read_status));
+		status = 1;
+		goto cleanup;
+	}
+	if (raw.invalid[0] != '\0') {
+		snprintf(reason, reason_size, "tag %s is not valid text (UTF-8 or UTF-16)",
+			 raw.invalid);
+		status = 1;
+		goto cleanup;
+	}
+	if (raw.audio_expected > 0 && raw.audio_present < raw.audio_expected) {
+		snprintf(reason, reason_size, "truncated: %lld of the %lld bytes of audio its encoder wrote",
+			 (long long)(raw.audio_present > 0 ? raw.audio_present : 0),
+			 (long long)raw.audio_expected);
+		status = 1;
+		goto cleanup;
+	}
+	if (tags_supported(path)) {
+		status = tags_read(path, track, reason, reason_size);
+		if (status < 0)
+			goto out_of_memory;
+		if (status > 0)
+			goto cleanup;
+	}
+	track->album_artist = raw.album_artist;
+	raw.album_artist = NULL;
+	track->disc = raw.disc;
+
+	if (want_hash) {
+		int hashed = hash_file(fd, track->sha256);
+		if (hashed == -ENOMEM)
+			goto out_of_memory;
+		if (hashed < 0) {
+			snprintf(reason, reason_size, "cannot read: %s", strerror(-hashed));
+			status = 1;
+			goto cleanup;
+		}
+		track->has_sha256 = true;
+	}
+
+cleanup:
+	rawtags_free(&raw);
+	close(fd);
+	if (status != 0)
+		track_free(track);
+	return status;
+
+out_of_memory:
+	snprintf(reason, reason_size, "out of memory");
+	status = -1;
+	goto cleanup;
+}

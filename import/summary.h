@@ -1,0 +1,27 @@
+/*
+ * summary: the numbers a run ends with, and the lines that tell them: the
+ * summary (text or JSON) and the progress line shown on a terminal. Pure;
+ * each formatter refuses (-1) rather than truncates.
+ */
+#ifndef MUSICD_IMPORT_SUMMARY_H
+#define MUSICD_IMPORT_SUMMARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct summary {
+	size_t added, updated, unchanged, pruned, skipped;
+	double seconds;
+	bool dry_run; /* the counts are what would have been written */
+};
+
+/* "3 added, 1 updated, 10 unchanged, 0 pruned, 2 skipped in 0.42 s" (+ " (dry run)"). */
+int summary_format_text(const struct summary *summary, char *out, size_t size);
+
+/* {"added":3,"updated":1,"unchanged":10,"pruned":0,"skipped":2,"seconds":0.42,"dry_run":false} */
+int summary_format_json(const struct summary *summary, char *out, size_t size);
+
+/* "120/10000 files, 480 files/s": files done of files found, the rate since the start. */
+int summary_format_progress(size_t done, size_t found, double seconds, char *out, size_t size);
+
+#endif

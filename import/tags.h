@@ -1,0 +1,28 @@
+/*
+ * tags: a file's tags and audio properties through TagLib's C binding
+ * (libtag_c): title, artist, album, genre, comment, year, track number,
+ * duration, bitrate, sample rate, channels. tags_init must run once before
+ * any thread reads; after that tags_read may run on many threads at once.
+ */
+#ifndef MUSICD_IMPORT_TAGS_H
+#define MUSICD_IMPORT_TAGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "document.h"
+
+/* Sets TagLib up for threads: UTF-8 strings, each freed by its reader. */
+void tags_init(void);
+
+/* Whether TagLib has a reader for the format musicd serves under path's extension. */
+bool tags_supported(const char *path);
+
+/*
+ * Fills track's tag and property fields from the file at path. Returns 0; 1
+ * when the file is not one TagLib can read as its extension says or holds
+ * no audio (reason set); -1 when out of memory.
+ */
+int tags_read(const char *path, struct track *track, char *reason, size_t reason_size);
+
+#endif

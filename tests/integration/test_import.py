@@ -1,0 +1,789 @@
+"""musicd-import against the real binary and the test database: the fields read from real files
+(ID3v2 with non-ASCII text, ID3v1 only, Ogg Vorbis, FLAC), idempotence, --hash, --prune and its
+limits, --dry-run, symbolic links, every kind of bad input (reported once, escaped, counted,
+skipped), the exit statuses, progress only on a terminal, the summary and --json, the config file,
+and that musicd serves every track imported, byte for byte.
+
+MUSICD_IMPORT_BIN names the binary (default build/musicd-import, or build/asan/musicd-import when
+MUSICD_SANITIZED=1); a sanitizer report in its stderr fails the test.
+"""
+
+import datetime
+import json
+import os
+import pathlib
+import pty
+import re
+import select
+import shutil
+import struct
+import subprocess
+import time
+import urllib.parse
+
+import bson
+import pymongo
+import pytest
+import requests
+from bson.raw_bson import RawBSONDocument
+
+from media import sha256_file
+from support import REPO, SANITIZED, SANITIZER_ENV, free_port, sanitizer_errors, scaled
+
+_DEFAULT_BIN = REPO / "build" / ("asan" if SANITIZED else "") / "musicd-import"
+IMPORT_BIN = pathlib.Path(os.environ.get("MUSICD_IMPORT_BIN", _DEFAULT_BIN)).resolve()
+RUN_TIMEOUT = scaled(60)
+GEN_TIMEOUT = 60
+SUMMARY = re.compile(r"^(\d+) added, (\d+) updated, (\d+) unchanged, (\d+) pruned, (\d+) skipped "
+                     r"in \d+\.\d\d s( \(dry run: nothing written\))?$")
+OPTIONS = ["--config", "--mongodb-uri", "--database", "--collection", "--path-field", "--hash",
+           "--prune", "--dry-run", "--jobs", "--json", "--print-urls", "--help", "--version"]
+
+
+# -- running musicd-import --------------------------------------------------------------------
+
+class Result:
+    def __init__(self, proc):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout.decode("utf-8", "surrogateescape")
+        self.stderr = proc.stderr.decode("utf-8", "surrogateescape")
+        self.lines = [line for line in self.stdout.splitlines() if line]
+
+    @property
+    def summary(self):
+        """The last stdout line: the JSON summary as a dict, or the text one parsed to one."""
+        last = self.lines[-1]
+        if last.startswith("{"):
+            return json.loads(last)
+        m = SUMMARY.match(last)
+        assert m, f"not a summary line: {last!r}"
+        names = ["added", "updated", "unchanged", "pruned", "skipped"]
+        return dict(zip(names, map(int, m.groups()[:5])), dry_run=m.group(6) is not None)
+
+    def __repr__(self):
+        return f"exit {self.returncode}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+
+
+def import_env(extra=None):
+    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+    if SANITIZED:
+        env.update(SANITIZER_ENV)
+    env.update(extra or {})
+    return env
+
+
+def run_import(args, env=None, prefix=(), check_sanitizer=True, cwd=None):
+    if not IMPORT_BIN.exists():
+        raise FileNotFoundError(f"{IMPORT_BIN} does not exist: run `make` (or set MUSICD_IMPORT_BIN)")
+    proc = subprocess.run(list(prefix) + [str(IMPORT_BIN)] + [os.fsdecode(a) for a in args],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=import_env(env), timeout=RUN_TIMEOUT, cwd=cwd)
+    result = Result(proc)
+    if check_sanitizer:
+        assert not sanitizer_errors(result.stderr), result
+    return result
+
+
+class Importer:
+    """musicd-import pointed at the test's database."""
+
+    def __init__(self, mongo, db):
+        self.mongo = mongo
+        self.db = db
+
+    def args(self, *extra):
+        return ["--mongodb-uri", self.mongo.uri, "--database", self.db.name] + list(extra)
+
+    def run(self, *args, **kw):
+        return run_import(self.args(*args), **kw)
+
+    def docs(self, collection=None):
+        coll = self.db.client[self.db.name][collection or "tracks"]
+        return {d["path"]: d for d in coll.find({}) if "path" in d}
+
+    def raw_docs(self):
+        """Every document of the collection as raw BSON bytes, in _id order."""
+        coll = self.db.client[self.db.name].get_collection(
+            "tracks", codec_options=self.db.client.codec_options.with_options(
+                document_class=RawBSONDocument))
+        return [d.raw for d in coll.find({}).sort("_id", 1)]
+
+
+@pytest.fixture
+def importer(mongo, db):
+    return Importer(mongo, db)
+
+
+# -- real audio files with known tags -----------------------------------------------------------
+
+def _run(cmd, env=None):
+    subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                   stderr=subprocess.PIPE, timeout=GEN_TIMEOUT, env=env)
+
+
+class Sources:
+    """Audio files made once per session: tagged and untagged mp3s, Ogg Vorbis, FLAC."""
+
+    ID3V2 = dict(title="Tïtle ✓ ünïcode", artist="Ärtist Ñame", album="Älbum 日本",
+                 album_artist="Álbum Ártist", genre="Jazz", year=2001, track=4, disc=2,
+                 comment="Cömment")
+    VORBIS = dict(title="Vörbis Title", artist="Ogg Ärtist", album="Ogg Album",
+                  album_artist="Ogg Album Artist", genre="Ambient", year=1999, track=7, disc=3,
+                  comment="ogg comment")
+
+    def __init__(self, directory):
+        self.dir = pathlib.Path(directory)
+        self.wav = self.dir / "tone.wav"
+        _run(["sox", "-q", "-n", "-r", "44100", "-c", "2", "-b", "16", str(self.wav),
+              "synth", "3", "sine", "440"])
+        t = self.ID3V2
+        utf8 = dict(os.environ, LC_ALL="C.UTF-8")
+        self.id3v2 = self._lame("id3v2.mp3", ["--add-id3v2", "--tt", t["title"], "--ta", t["artist"],
+                                              "--tl", t["album"], "--ty", str(t["year"]),
+                                              "--tn", f"{t['track']}/12", "--tg", t["genre"],
+                                              "--tc", t["comment"],
+                                              "--tv", f"TPE2={t['album_artist']}",
+                                              "--tv", f"TPOS={t['disc']}/3"], utf8)
+        self.id3v1 = self._lame("id3v1.mp3", ["--id3v1-only", "--tt", "Version One", "--ta",
+                                              "Old Artist", "--tl", "Old Album", "--ty", "1987",
+                                              "--tn", "9", "--tg", "Rock"], utf8)
+        self.plain = self._lame("plain.mp3", [], utf8)
+        v = self.VORBIS
+        meta = ["-metadata", f"title={v['title']}", "-metadata", f"artist={v['artist']}",
+                "-metadata", f"album={v['album']}", "-metadata", f"album_artist={v['album_artist']}",
+                "-metadata", f"genre={v['genre']}", "-metadata", f"date={v['year']}",
+                "-metadata", f"track={v['track']}", "-metadata", f"disc={v['disc']}",
+                "-metadata", f"comment={v['comment']}"]
+        self.ogg = self.dir / "vorbis.ogg"
+        _run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", str(self.wav), "-c:a",
+              "libvorbis"] + meta + [str(self.ogg)])
+        self.flac = self.dir / "lossless.flac"
+        _run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", str(self.wav)] + meta +
+             [str(self.flac)])
+
+    def _lame(self, name, tag_args, env):
+        path = self.dir / name
+        _run(["lame", "--quiet", "-b", "128"] + tag_args + [str(self.wav), str(path)], env=env)
+        return path
+
+
+@pytest.fixture(scope="session")
+def sources(tmp_path_factory):
+    return Sources(tmp_path_factory.mktemp("import-sources"))
+
+
+def place(source, dest):
+    dest = pathlib.Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, dest)
+    return dest
+
+
+def syncsafe(n):
+    return bytes([(n >> 21) & 127, (n >> 14) & 127, (n >> 7) & 127, n & 127])
+
+
+def id3v24_tag(frames):
+    """An ID3v2.4 tag of raw (id, payload) frames."""
+    body = b"".join(fid.encode() + syncsafe(len(p)) + b"\0\0" + p for fid, p in frames)
+    return b"ID3\x04\x00\x00" + syncsafe(len(body)) + body
+
+
+def mtime_ms(path):
+    ns = os.stat(path).st_mtime_ns
+    return datetime.datetime.fromtimestamp(ns // 1_000_000 / 1000, tz=datetime.timezone.utc) \
+        .replace(tzinfo=None)
+
+
+def assert_skipped_once(result, path, reason):
+    """stderr names path (escaped as musicd-import escapes it) once, with the reason."""
+    lines = [line for line in result.stderr.splitlines() if path in line]
+    assert len(lines) == 1, f"{path!r} should be reported once:\n{result.stderr}"
+    assert reason in lines[0], lines[0]
+
+
+# -- options, help, man page ----------------------------------------------------------------------
+
+def test_help_lists_every_option():
+    result = run_import(["--help"])
+    assert result.returncode == 0, result
+    for option in OPTIONS:
+        assert option in result.stdout, f"{option} missing from --help"
+
+
+def test_man_page_renders_without_warnings_and_documents_every_option():
+    page = REPO / "import" / "musicd-import.1"
+    proc = subprocess.run(["groff", "-man", "-ww", "-Tutf8", str(page)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=30, env=dict(os.environ, LC_ALL="C.UTF-8"))
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
+    text = re.sub(r".\x08", "", proc.stdout.decode("utf-8"))  # overstrike bold/underline
+    text = text.replace("\u2010", "-").replace("\u2212", "-")
+    listed = re.findall(r"^\s+(--[a-z-]+)", run_import(["--help"]).stdout, re.M)
+    assert len(listed) == len(OPTIONS)
+    for option in listed:
+        assert option in text, f"{option} is in --help but not in the man page"
+
+
+def test_version_prints_the_version():
+    result = run_import(["--version"])
+    assert result.returncode == 0
+    assert result.stdout.strip() == "musicd-import " + (REPO / "VERSION").read_text().strip()
+
+
+@pytest.mark.parametrize("args,named", [
+    (["--frobnicate", "DIR"], "--frobnicate"),
+    (["--jobs", "0", "DIR"], "jobs"),
+    (["--jobs", "many", "DIR"], "jobs"),
+    (["--jobs"], "jobs"),
+    (["--hash=yes", "DIR"], "hash"),
+    ([], "no directory"),
+    (["--path-field", "title", "DIR"], "path-field"),
+    (["--mongodb-uri", "http://nowhere", "DIR"], "mongodb-uri"),
+])
+def test_usage_errors_exit_2_with_one_message(tmp_path, args, named):
+    args = [str(tmp_path) if a == "DIR" else a for a in args]
+    result = run_import(args)
+    assert result.returncode == 2, result
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and named in lines[0], result
+    assert result.stdout == ""
+
+
+def test_a_directory_that_does_not_exist_is_a_usage_error(importer, tmp_path):
+    result = importer.run(str(tmp_path / "missing"))
+    assert result.returncode == 2, result
+    assert "missing: No such file or directory" in result.stderr
+    assert importer.docs() == {}
+
+
+def test_an_unreachable_database_exits_2(tmp_path, sources):
+    place(sources.plain, tmp_path / "lib" / "a.mp3")
+    uri = f"mongodb://127.0.0.1:{free_port()}/?serverSelectionTimeoutMS=300"
+    result = run_import(["--mongodb-uri", uri, str(tmp_path / "lib")])
+    assert result.returncode == 2, result
+    assert "database" in result.stderr
+
+
+# -- what is stored -------------------------------------------------------------------------------
+
+def test_id3v2_fields_with_non_ascii_text(importer, library, sources):
+    path = place(sources.id3v2, library.root / "Ünïcode dir" / "tïtle.mp3")
+    result = importer.run(str(library.root))
+    assert result.returncode == 0, result
+    doc = importer.docs()[str(path)]
+    t = Sources.ID3V2
+    for field in ("title", "artist", "album", "album_artist", "genre", "year", "disc", "comment"):
+        assert doc[field] == t[field], field
+    assert doc["track"] == t["track"]
+    assert doc["duration"] == 3
+    assert abs(doc["bitrate"] - 128) <= 2  # TagLib averages over the file, tags included
+    assert doc["sample_rate"] == 44100
+    assert doc["channels"] == 2
+    assert doc["size"] == path.stat().st_size
+    assert doc["mtime"] == mtime_ms(path)
+    assert "sha256" not in doc
+    assert isinstance(doc["_id"], bson.ObjectId)
+
+
+def test_id3v1_only_file(importer, library, sources):
+    path = place(sources.id3v1, library.root / "old.mp3")
+    assert importer.run(str(library.root)).returncode == 0
+    doc = importer.docs()[str(path)]
+    assert (doc["title"], doc["artist"], doc["album"], doc["year"], doc["track"], doc["genre"]) == \
+        ("Version One", "Old Artist", "Old Album", 1987, 9, "Rock")
+    assert "album_artist" not in doc and "disc" not in doc and "comment" not in doc
+
+
+def test_untagged_mp3_has_only_file_and_audio_fields(importer, library, sources):
+    path = place(sources.plain, library.root / "plain.mp3")
+    assert importer.run(str(library.root)).returncode == 0
+    doc = importer.docs()[str(path)]
+    assert set(doc) == {"_id", "path", "duration", "bitrate", "sample_rate", "channels", "size",
+                        "mtime"}
+
+
+@pytest.mark.parametrize("kind", ["ogg", "flac"])
+def test_vorbis_comment_fields(importer, library, sources, kind):
+    path = place(getattr(sources, kind), library.root / f"track.{kind}")
+    assert importer.run(str(library.root)).returncode == 0
+    doc = importer.docs()[str(path)]
+    for field, value in Sources.VORBIS.items():
+        assert doc[field] == value, field
+    assert doc["sample_rate"] == 44100 and doc["channels"] == 2 and doc["duration"] == 3
+
+
+def test_only_audio_extensions_are_imported(importer, library, sources):
+    place(sources.plain, library.root / "a.mp3")
+    place(sources.plain, library.root / "A.MP3")
+    place(sources.plain, library.root / "cover.jpg")
+    place(sources.plain, library.root / "notes.txt")
+    place(sources.plain, library.root / "noextension")
+    result = importer.run(str(library.root))
+    assert result.returncode == 0, result
+    assert sorted(importer.docs()) == [str(library.root / "A.MP3"), str(library.root / "a.mp3")]
+
+
+def test_paths_are_canonical_and_absolute(importer, library, sources, tmp_path):
+    place(sources.plain, library.root / "sub" / "a.mp3")
+    relative = os.path.relpath(library.root / "sub" / ".." / "sub", tmp_path)
+    assert importer.run(relative + "/", cwd=tmp_path).returncode == 0
+    assert list(importer.docs()) == [str(library.root / "sub" / "a.mp3")]
+
+
+def test_unique_index_on_the_path_field(importer, library, sources):
+    place(sources.plain, library.root / "a.mp3")
+    assert importer.run(str(library.root)).returncode == 0
+    indexes = {i["name"]: i for i in importer.db.collection.list_indexes()}
+    assert dict(indexes["path_1"]["key"]) == {"path": 1} and indexes["path_1"]["unique"] is True
+    with pytest.raises(pymongo.errors.DuplicateKeyError):
+        importer.db.collection.insert_one({"path": str(library.root / "a.mp3")})
+
+
+def test_path_field_collection_and_config_file(importer, library, sources, tmp_path, mongo, db):
+    place(sources.plain, library.root / "a.mp3")
+    conf = tmp_path / "musicd.conf"
+    conf.write_text(f"# musicd's own settings are accepted and ignored\nlisten = 127.0.0.1:1\n"
+                    f"media-root = {library.root}\nmongodb-uri = {mongo.uri}\n"
+                    f"database = {db.name}\ncollection = from_file\npath-field = file.path\n")
+    result = run_import(["--config", str(conf), "--collection", "from_flag", str(library.root)])
+    assert result.returncode == 0, result
+    docs = list(db.client[db.name]["from_flag"].find({}))
+    assert len(docs) == 1 and docs[0]["file"] == {"path": str(library.root / "a.mp3")}
+    assert "from_file" not in db.client[db.name].list_collection_names()
+
+
+def test_mongodb_uri_from_the_environment(library, sources, mongo, db):
+    place(sources.plain, library.root / "a.mp3")
+    result = run_import(["--database", db.name, str(library.root)], env={"MONGODB_URI": mongo.uri})
+    assert result.returncode == 0, result
+    assert db.collection.count_documents({}) == 1
+
+
+def test_jobs_do_not_change_what_is_stored(mongo, db, library, sources):
+    for i in range(24):
+        place([sources.id3v2, sources.id3v1, sources.ogg][i % 3], library.root / f"d{i % 4}" /
+              f"t{i:02}.{'ogg' if i % 3 == 2 else 'mp3'}")
+    stored = []
+    for jobs, collection in (("1", "one"), ("4", "four")):
+        result = run_import(["--mongodb-uri", mongo.uri, "--database", db.name, "--collection",
+                             collection, "--jobs", jobs, "--hash", str(library.root)])
+        assert result.returncode == 0 and result.summary["added"] == 24, result
+        stored.append(sorted((sorted((k, v) for k, v in d.items() if k != "_id"))
+                             for d in db.client[db.name][collection].find({})))
+    assert stored[0] == stored[1]
+
+
+# -- idempotence, changes, --hash ----------------------------------------------------------------
+
+def test_second_run_over_an_unchanged_tree_changes_nothing(importer, library, sources):
+    for i, src in enumerate([sources.id3v2, sources.id3v1, sources.ogg, sources.flac]):
+        place(src, library.root / f"album{i % 2}" / f"{i}{src.suffix}")
+    first = importer.run("--hash", str(library.root))
+    assert first.returncode == 0 and first.summary["added"] == 4, first
+    before = importer.raw_docs()
+    second = importer.run("--hash", str(library.root))
+    assert second.returncode == 0, second
+    assert second.lines[-1].startswith("0 added, 0 updated, 4 unchanged, 0 pruned, 0 skipped in ")
+    assert importer.raw_docs() == before
+
+
+def test_a_changed_file_is_updated_in_place(importer, library, sources):
+    path = place(sources.id3v2, library.root / "a.mp3")
+    assert importer.run(str(library.root)).returncode == 0
+    before = importer.docs()[str(path)]
+    importer.db.collection.update_one({"_id": before["_id"]}, {"$set": {"plays": 7}})
+    shutil.copyfile(sources.plain, path)  # same name, no tags now
+    os.utime(path, (time.time() + 5,) * 2)
+    result = importer.run(str(library.root))
+    assert result.summary == dict(added=0, updated=1, unchanged=0, pruned=0, skipped=0,
+                                  dry_run=False), result
+    after = importer.docs()[str(path)]
+    assert after["_id"] == before["_id"] and after["plays"] == 7  # other fields are kept
+    assert "title" not in after and "album_artist" not in after  # tags removed from the file
+    assert after["size"] == path.stat().st_size and after["mtime"] == mtime_ms(path)
+
+
+def test_only_a_touched_file_is_read_again(importer, library, sources):
+    paths = [place(sources.id3v2, library.root / f"{i}.mp3") for i in range(3)]
+    assert importer.run(str(library.root)).returncode == 0
+    os.utime(paths[1], (time.time() + 10,) * 2)
+    result = importer.run(str(library.root))
+    assert result.summary["updated"] == 1 and result.summary["unchanged"] == 2, result
+
+
+def test_many_changed_files_in_one_run(importer, library, sources):
+    """More updates than one bulk write holds (FerretDB v1.24.2 hangs on 100 in one command)."""
+    paths = [place(sources.plain, library.root / f"d{i // 50}" / f"{i:03}.mp3") for i in range(160)]
+    assert importer.run(str(library.root)).summary["added"] == 160
+    later = time.time() + 10
+    for path in paths:
+        os.utime(path, (later, later))
+    result = importer.run(str(library.root))
+    assert result.summary["updated"] == 160 and result.returncode == 0, result
+    docs = importer.docs()
+    assert all(docs[str(p)]["mtime"] == mtime_ms(p) for p in paths)
+
+
+def test_hash_is_the_files_sha256(importer, library, sources):
+    paths = [place(s, library.root / f"x{s.suffix}") for s in (sources.id3v2, sources.flac)]
+    assert importer.run("--hash", str(library.root)).returncode == 0
+    docs = importer.docs()
+    for path in paths:
+        assert docs[str(path)]["sha256"] == sha256_file(path)
+
+
+def test_hash_is_added_to_documents_made_without_it(importer, library, sources):
+    path = place(sources.plain, library.root / "a.mp3")
+    assert importer.run(str(library.root)).returncode == 0
+    result = importer.run("--hash", str(library.root))
+    assert result.summary["updated"] == 1, result
+    assert importer.docs()[str(path)]["sha256"] == sha256_file(path)
+    assert importer.run("--hash", str(library.root)).summary["unchanged"] == 1
+
+
+def test_documents_made_by_others_are_completed_and_keep_their_id(importer, library, sources):
+    path = place(sources.id3v2, library.root / "a.mp3")
+    oid = importer.db.insert_track(str(path), title="old title")
+    result = importer.run(str(library.root))
+    assert result.summary["updated"] == 1 and result.summary["added"] == 0, result
+    doc = importer.docs()[str(path)]
+    assert str(doc["_id"]) == oid and doc["title"] == Sources.ID3V2["title"]
+
+
+# -- --prune and --dry-run ----------------------------------------------------------------------
+
+def test_prune_deletes_only_documents_of_gone_files_under_the_directories(importer, library,
+                                                                          sources, tmp_path):
+    root = library.root / "music"
+    keep = place(sources.plain, root / "keep.mp3")
+    gone = place(sources.plain, root / "sub" / "gone.mp3")
+    sibling = place(sources.plain, library.root / "music2" / "other.mp3")
+    assert importer.run(str(root), str(library.root / "music2")).returncode == 0
+    outside = importer.db.insert_track(str(tmp_path / "elsewhere" / "missing.mp3"))
+    sibling_gone = importer.db.insert_track(str(library.root / "music2" / "missing.mp3"))
+    not_audio = place(sources.plain, root / "cover.jpg")  # a document for a file that is not audio
+    importer.db.insert_track(str(not_audio))
+    shutil.rmtree(gone.parent)
+    sibling.unlink()
+
+    without = importer.run(str(root))
+    assert without.summary["pruned"] == 0 and str(gone) in importer.docs(), without
+
+    result = importer.run("--prune", str(root))
+    assert result.returncode == 0, result
+    assert result.summary == dict(added=0, updated=0, unchanged=1, pruned=1, skipped=0,
+                                  dry_run=False)
+    docs = importer.docs()
+    assert str(gone) not in docs
+    assert {str(keep), str(sibling), str(not_audio)} <= set(docs)  # music2 was not given
+    ids = {str(d["_id"]) for d in docs.values()}
+    assert outside in ids and sibling_gone in ids
+
+
+def test_prune_keeps_documents_of_files_it_cannot_read(importer, library, sources):
+    locked = library.root / "locked"
+    path = place(sources.plain, locked / "a.mp3")
+    assert importer.run(str(library.root)).returncode == 0
+    locked.chmod(0o000)
+    try:
+        result = run_import(importer.args("--prune", str(library.root)), prefix=NO_DAC_OVERRIDE)
+    finally:
+        locked.chmod(0o755)
+    assert result.returncode == 1, result
+    assert result.summary["pruned"] == 0 and result.summary["skipped"] == 1
+    assert str(path) in importer.docs()
+
+
+def test_dry_run_writes_nothing_and_says_what_would_change(importer, library, sources):
+    old = place(sources.plain, library.root / "old.mp3")
+    changed = place(sources.plain, library.root / "changed.mp3")
+    assert importer.run(str(library.root)).returncode == 0
+    before = importer.raw_docs()
+    indexes = list(importer.db.collection.list_indexes())
+    new = place(sources.id3v2, library.root / "new.mp3")
+    os.utime(changed, (time.time() + 10,) * 2)
+    old.unlink()
+    result = importer.run("--dry-run", "--prune", "--hash", str(library.root))
+    assert result.returncode == 0, result
+    assert result.lines[:-1] == [f"would update {changed}", f"would add {new}",
+                                 f"would prune {old}"]
+    assert result.summary == dict(added=1, updated=1, unchanged=0, pruned=1, skipped=0,
+                                  dry_run=True)
+    assert importer.raw_docs() == before
+    assert list(importer.db.collection.list_indexes()) == indexes
+
+
+def test_dry_run_creates_no_index_on_a_new_collection(importer, library, sources):
+    place(sources.plain, library.root / "a.mp3")
+    result = importer.run("--dry-run", str(library.root))
+    assert result.summary["added"] == 1, result
+    assert "tracks" not in importer.db.client[importer.db.name].list_collection_names()
+
+
+# -- symbolic links ----------------------------------------------------------------------------
+
+def test_symlinks(importer, library, sources, tmp_path):
+    root = library.root
+    target = place(sources.plain, root / "real" / "a.mp3")
+    outside = place(sources.plain, tmp_path / "outside" / "b.mp3")
+    place(sources.plain, tmp_path / "outside-dir" / "c.mp3")
+    (root / "link-inside.mp3").symlink_to(target)
+    (root / "link-outside.mp3").symlink_to(outside)
+    (root / "dir-link").symlink_to(tmp_path / "outside-dir")
+    (root / "dangling.mp3").symlink_to(tmp_path / "nothing.mp3")
+    result = importer.run(str(root))
+    assert result.returncode == 0, result
+    assert list(importer.docs()) == [str(target)]  # the inside link is its target, once
+    assert result.summary["added"] == 1
+
+
+def test_a_link_into_another_given_directory_counts(importer, library, sources, tmp_path):
+    other = tmp_path / "other"
+    target = place(sources.plain, other / "b.mp3")
+    (library.root / "to-other.mp3").symlink_to(target)
+    assert importer.run(str(library.root), str(other)).returncode == 0
+    assert list(importer.docs()) == [str(target)]
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+NO_DAC_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] \
+    if os.geteuid() == 0 else []
+
+
+def test_unreadable_file_is_reported_counted_and_skipped(importer, library, sources):
+    good = place(sources.plain, library.root / "good.mp3")
+    bad = place(sources.plain, library.root / "secret.mp3")
+    bad.chmod(0o000)
+    result = run_import(importer.args(str(library.root)), prefix=NO_DAC_OVERRIDE)
+    assert result.returncode == 1, result
+    assert_skipped_once(result, str(bad), "Permission denied")
+    assert result.summary["skipped"] == 1 and result.summary["added"] == 1
+    assert list(importer.docs()) == [str(good)]
+
+
+@pytest.mark.parametrize("cut,reason", [
+    (0, "no audio found"),              # the tag alone
+    (2000, "truncated: 2000 of the"),   # the first frames
+    (-1000, "truncated"),               # all but the last second's end
+])
+def test_truncated_mp3_is_skipped(importer, library, sources, cut, reason):
+    data = sources.id3v2.read_bytes()
+    bad = library.root / "cut.mp3"
+    place(sources.plain, library.root / "good.mp3")
+    tag_size = 10 + ((data[6] << 21) | (data[7] << 14) | (data[8] << 7) | data[9])
+    bad.write_bytes(data[:tag_size + cut] if cut >= 0 else data[:cut - 128])  # 128: ID3v1
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    assert_skipped_once(result, str(bad), reason)
+    assert result.summary["skipped"] == 1 and result.summary["added"] == 1
+
+
+@pytest.mark.parametrize("content", [b"\0" * 4096, bytes(range(256)) * 64, b""])
+def test_corrupt_mp3_is_skipped(importer, library, sources, content):
+    bad = library.root / "corrupt.mp3"
+    bad.write_bytes(content)
+    place(sources.plain, library.root / "good.mp3")
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    assert_skipped_once(result, str(bad), "corrupt.mp3: ")
+    assert str(bad) not in importer.docs() and len(importer.docs()) == 1
+
+
+def test_corrupt_flac_and_ogg_are_skipped(importer, library):
+    (library.root / "x.flac").write_bytes(b"fLaC" + b"\xff" * 100)
+    (library.root / "x.ogg").write_bytes(b"OggS" + b"\x00" * 100)
+    result = importer.run(str(library.root))
+    assert result.returncode == 1 and result.summary["skipped"] == 2, result
+    assert importer.docs() == {}
+
+
+def test_file_name_that_is_not_utf8(importer, library, sources):
+    name = os.fsencode(library.root) + b"/caf\xe9 \x1b[31m.mp3"
+    shutil.copyfile(sources.plain, name)
+    place(sources.plain, library.root / "good.mp3")
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    assert_skipped_once(result, f"{library.root}/caf\\xe9 \\x1b[31m.mp3", "not valid UTF-8")
+    assert "\x1b" not in result.stderr  # the escape sequence never reaches the terminal
+    assert list(importer.docs()) == [str(library.root / "good.mp3")]
+
+
+def test_directory_name_that_is_not_utf8_is_reported_once(importer, library, sources):
+    directory = os.fsencode(library.root) + b"/\xff\xfe"
+    os.mkdir(directory)
+    for i in range(3):
+        shutil.copyfile(sources.plain, directory + f"/{i}.mp3".encode())
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    assert_skipped_once(result, f"{library.root}/\\xff\\xfe", "not valid UTF-8")
+    assert result.summary["skipped"] == 1
+
+
+@pytest.mark.parametrize("frame,reason", [
+    (b"\x03Bad \xff\xfe UTF-8", "TIT2"),                    # UTF-8 declared, invalid bytes
+    (b"\x01\xff\xfe" + "ok".encode("utf-16-le") + b"\x00\xd8", "TIT2"),  # lone surrogate
+    (b"\x07unknown encoding", "TIT2"),
+])
+def test_tag_that_is_not_valid_text(importer, library, sources, frame, reason):
+    bad = library.root / "bad-tag.mp3"
+    bad.write_bytes(id3v24_tag([("TIT2", frame), ("TPE1", b"\x03fine")]) + sources.plain.read_bytes())
+    place(sources.plain, library.root / "good.mp3")
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    assert_skipped_once(result, str(bad), reason)
+    assert str(bad) not in importer.docs()
+
+
+def test_latin1_and_utf16_tags_are_converted(importer, library, sources):
+    path = library.root / "encodings.mp3"
+    path.write_bytes(id3v24_tag([("TIT2", b"\x00caf\xe9"),
+                                 ("TPE1", b"\x01\xff\xfe" + "Ärtist 🎵".encode("utf-16-le")),
+                                 ("TPE2", b"\x02" + "Bänd".encode("utf-16-be")),
+                                 ("TPOS", b"\x035/9")]) + sources.plain.read_bytes())
+    assert importer.run(str(library.root)).returncode == 0
+    doc = importer.docs()[str(path)]
+    assert (doc["title"], doc["artist"], doc["album_artist"], doc["disc"]) == \
+        ("café", "Ärtist 🎵", "Bänd", 5)
+
+
+def test_vorbis_comment_that_is_not_utf8(importer, library, sources):
+    data = bytearray(sources.flac.read_bytes())
+    i = data.find(b"ogg comment")
+    assert i > 0
+    data[i:i + 3] = b"\xc3\x28\xa0"
+    bad = library.root / "bad.flac"
+    bad.write_bytes(bytes(data))
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    assert_skipped_once(result, str(bad), "comment")
+
+
+def _open_paths(pid):
+    out = []
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def test_directory_vanishing_mid_walk(importer, library, sources):
+    """The walk is depth first in name order: while it is inside "a" (thousands of empty
+    directories), "z" is removed; the walk then finds it gone, reports it once and goes on."""
+    root = library.root
+    for attempt in range(3):
+        shutil.rmtree(root, ignore_errors=True)
+        for i in range(3000 * (attempt + 1)):
+            os.makedirs(root / "a" / f"{i:05}")
+        place(sources.plain, root / "b.mp3")
+        place(sources.plain, root / "z" / "late.mp3")
+        proc = subprocess.Popen([str(IMPORT_BIN)] + importer.args(str(root)),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=import_env())
+        removed = False
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while proc.poll() is None and time.monotonic() < deadline:
+            paths = _open_paths(proc.pid)
+            if any(p.startswith(str(root / "a")) for p in paths):
+                if not any(p.startswith(str(root / "z")) for p in paths):
+                    shutil.rmtree(root / "z")
+                    removed = True
+                break
+        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+        if removed:
+            break
+    assert removed, "the walk was never caught inside directory a"
+    err = err.decode()
+    assert proc.returncode == 1, err
+    assert err.count(str(root / "z")) == 1 and "vanished during the walk" in err, err
+    assert out.decode().splitlines()[-1].startswith("1 added, 0 updated, 0 unchanged, 0 pruned, "
+                                                    "1 skipped")
+
+
+# -- output --------------------------------------------------------------------------------------
+
+def test_exit_status_0_when_everything_was_imported(importer, library, sources):
+    place(sources.plain, library.root / "a.mp3")
+    result = importer.run(str(library.root))
+    assert result.returncode == 0 and result.stderr == "", result
+    assert len(result.lines) == 1 and result.summary["added"] == 1
+
+
+def test_empty_directory(importer, library):
+    result = importer.run(str(library.root))
+    assert result.returncode == 0, result
+    assert result.lines[-1].startswith("0 added, 0 updated, 0 unchanged, 0 pruned, 0 skipped")
+
+
+def test_json_summary(importer, library, sources):
+    place(sources.plain, library.root / "a.mp3")
+    (library.root / "b.mp3").write_bytes(b"junk")
+    result = importer.run("--json", str(library.root))
+    assert result.returncode == 1
+    assert len(result.lines) == 1
+    summary = json.loads(result.lines[0])
+    assert set(summary) == {"added", "updated", "unchanged", "pruned", "skipped", "seconds",
+                            "dry_run"}
+    assert (summary["added"], summary["skipped"], summary["dry_run"]) == (1, 1, False)
+    assert 0 <= summary["seconds"] < RUN_TIMEOUT
+
+
+def test_progress_only_on_a_terminal(importer, library, sources):
+    for i in range(3):
+        place(sources.plain, library.root / f"{i}.mp3")
+    piped = importer.run(str(library.root))
+    assert "files/s" not in piped.stderr and piped.stderr == ""
+    importer.db.collection.delete_many({})
+
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.Popen([str(IMPORT_BIN)] + importer.args(str(library.root)),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=secondary,
+                                env=import_env())
+        os.close(secondary)
+        seen = b""
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(primary, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
+                break
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        os.close(primary)
+    assert proc.returncode == 0
+    assert b"3/3 files" in seen and b"files/s" in seen, seen
+    assert seen.endswith(b"\r\x1b[K"), seen  # the line is erased before the summary
+    assert out.decode().startswith("3 added, ")
+
+
+def test_print_urls_and_musicd_serves_every_imported_track(importer, library, sources, musicd):
+    files = {"Café Noir.mp3": sources.id3v2, "sub dir/old.mp3": sources.id3v1,
+             "x/vorbis.ogg": sources.ogg, "x/y/lossless.flac": sources.flac,
+             "100% & more?.mp3": sources.plain}
+    paths = [place(src, library.root / rel) for rel, src in files.items()]
+    server = musicd.start()
+    result = importer.run("--print-urls", server.url + "/", str(library.root))
+    assert result.returncode == 0, result
+    urls = result.lines[:-1]
+    assert len(urls) == len(paths)
+    docs = importer.docs()
+    for url, path in zip(urls, sorted(paths, key=lambda p: os.fsencode(p))):
+        oid = str(docs[str(path)]["_id"])
+        assert url == f"{server.url}/musicdb/{oid}/{urllib.parse.quote(path.name, safe='')}"
+        response = requests.get(url, timeout=scaled(10))
+        assert response.status_code == 200, url
+        assert response.content == path.read_bytes()
+    again = importer.run("--print-urls", server.url, str(library.root))
+    assert again.lines[:-1] == []  # URLs are printed for added tracks only

@@ -1,0 +1,76 @@
+/*
+ * Unit tests for import/summary.h: the summary line, its JSON form, the
+ * progress line, and that each refuses a buffer too small rather than
+ * printing a cut line.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "summary.h"
+
+static const struct summary example = {.added = 3, .updated = 1, .unchanged = 10, .pruned = 2,
+				       .skipped = 4, .seconds = 0.4249};
+
+static void test_text_summary(void **state)
+{
+	(void)state;
+	char line[256];
+	assert_int_equal(summary_format_text(&example, line, sizeof(line)), 0);
+	assert_string_equal(line, "3 added, 1 updated, 10 unchanged, 2 pruned, 4 skipped in 0.42 s");
+}
+
+static void test_text_summary_of_a_dry_run_says_so(void **state)
+{
+	(void)state;
+	struct summary dry = example;
+	dry.dry_run = true;
+	char line[256];
+	assert_int_equal(summary_format_text(&dry, line, sizeof(line)), 0);
+	assert_string_equal(line, "3 added, 1 updated, 10 unchanged, 2 pruned, 4 skipped in 0.42 s "
+				  "(dry run: nothing written)");
+}
+
+static void test_json_summary(void **state)
+{
+	(void)state;
+	char line[256];
+	assert_int_equal(summary_format_json(&example, line, sizeof(line)), 0);
+	assert_string_equal(line, "{\"added\":3,\"updated\":1,\"unchanged\":10,\"pruned\":2,"
+				  "\"skipped\":4,\"seconds\":0.425,\"dry_run\":false}");
+}
+
+static void test_progress_line(void **state)
+{
+	(void)state;
+	char line[64];
+	assert_int_equal(summary_format_progress(120, 10000, 0.25, line, sizeof(line)), 0);
+	assert_string_equal(line, "120/10000 files, 480 files/s");
+	assert_int_equal(summary_format_progress(0, 0, 0, line, sizeof(line)), 0);
+	assert_string_equal(line, "0/0 files, 0 files/s");
+}
+
+static void test_short_buffers_are_refused(void **state)
+{
+	(void)state;
+	char line[20];
+	assert_int_equal(summary_format_text(&example, line, sizeof(line)), -1);
+	assert_int_equal(summary_format_json(&example, line, sizeof(line)), -1);
+	assert_int_equal(summary_format_progress(120, 10000, 1, line, 10), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_text_summary),
+		cmocka_unit_test(test_text_summary_of_a_dry_run_says_so),
+		cmocka_unit_test(test_json_summary),
+		cmocka_unit_test(test_progress_line),
+		cmocka_unit_test(test_short_buffers_are_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
