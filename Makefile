@@ -99,6 +99,11 @@ FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)
 
+# musicd-import's raw tag readers, fuzzed on their own (pure, no TagLib).
+IMPORT_FUZZ_SRCS := $(addprefix import/,id3v2.c vorbis_comment.c ogg.c mpeg.c escape.c)
+build/fuzz/fuzz_import_tags: tests/fuzz/fuzz_import_tags.c $(IMPORT_FUZZ_SRCS) $(wildcard import/*.h) | build/fuzz
+	clang $(FUZZ_FLAGS) -Iimport -o $@ $< $(IMPORT_FUZZ_SRCS)
+
 build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(wildcard server/*.h) | build/fuzz
 	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS)
 

@@ -1,0 +1,51 @@
+/*
+ * Fuzzes musicd-import's raw tag readers with arbitrary bytes: the ID3v2
+ * parser, the Vorbis comment parser, the Ogg packet assembler and the MPEG
+ * Xing/Info reader. None may read out of bounds (ASan), and any album artist
+ * they return is non-empty, valid UTF-8 (it goes into a BSON string).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escape.h"
+#include "id3v2.h"
+#include "mpeg.h"
+#include "ogg.h"
+#include "vorbis_comment.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_text(const char *text)
+{
+	if (text != NULL && (text[0] == '\0' || !escape_is_utf8(text, strlen(text))))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size >= ID3V2_HEADER_SIZE)
+		(void)id3v2_tag_size(data);
+	struct id3v2_info id3 = {0};
+	if (id3v2_parse(data, size, &id3) == 0)
+		check_text(id3.album_artist);
+	free(id3.album_artist);
+
+	struct vorbis_comment_info vorbis = {0};
+	if (vorbis_comment_parse(data, size, &vorbis) == 0)
+		check_text(vorbis.album_artist);
+	free(vorbis.album_artist);
+
+	unsigned char *packet = NULL;
+	size_t packet_length = 0;
+	if (ogg_packet(data, size, 1, &packet, &packet_length) == OGG_FOUND && packet_length > 0 &&
+	    packet == NULL)
+		abort();
+	free(packet);
+
+	uint32_t stream_bytes;
+	(void)mpeg_stream_bytes(data, size, &stream_bytes);
+	if (size >= 4)
+		(void)mpeg_is_layer3_header(data);
+	return 0;
+}
