@@ -113,9 +113,13 @@ struct file_lease_watch *file_lease_watch_new(void)
 	pthread_mutex_init(&watch->lock, NULL);
 	pthread_barrier_init(&watch->started, NULL, 2);
 
-	/* The thread starts with its signals blocked, so none can reach it unblocked. */
+	/*
+	 * The thread starts with every signal blocked: its own are taken by
+	 * sigwaitinfo, and the process's (SIGTERM, SIGINT ...) must never be
+	 * delivered to it, or their default action ends the process.
+	 */
 	sigset_t set, previous;
-	watched_signals(watch, &set);
+	sigfillset(&set);
 	pthread_sigmask(SIG_BLOCK, &set, &previous);
 	int error = pthread_create(&watch->thread, NULL, watch_leases, watch);
 	pthread_sigmask(SIG_SETMASK, &previous, NULL);

@@ -254,6 +254,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < config.trusted_proxy_count; i++)
 		cidr_parse(config.trusted_proxies[i], &service.trusted_proxies[i]); /* validated */
 	service.trusted_proxy_count = config.trusted_proxy_count;
+	/* Before any thread starts (the open-file cache's lease thread is the first). */
+	block_stop_signals(&stop_signals);
 	service.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
 						config.lookup_cache_negative_ttl);
 	service.file_cache = file_cache_new(config.open_file_cache_entries,
@@ -266,7 +268,6 @@ int main(int argc, char **argv)
 	unsigned long long descriptor_limit = raise_descriptor_limit();
 	if (config.max_connections == 0)
 		config.max_connections = connection_room(&config, descriptor_limit);
-	block_stop_signals(&stop_signals);
 	mongoc_log_set_handler(on_mongoc_log, NULL);
 	mongoc_init();
 	evthread_use_pthreads();

@@ -2,6 +2,7 @@
 
 import datetime
 import hashlib
+import os
 import re
 import signal
 import socket
@@ -77,6 +78,32 @@ def test_signal_stops_musicd_with_status_0(server, library, sig):
     assert requests.get(server.url + track.url_path, timeout=TIMEOUT).status_code == 200
     assert server.stop(sig) == 0
     assert not server.running
+
+
+def _tgkill(pid, tid, sig):
+    """Sends sig to one thread of another process (no Python API does)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    SYS_tgkill = 234  # x86_64
+    if libc.syscall(SYS_tgkill, pid, tid, int(sig)) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_aimed_at_any_thread_but_main_never_kills_musicd(server, library, sig):
+    # Every thread blocks the stop signals (main takes them with sigwait): one delivered to a
+    # worker, lookup or lease thread must neither end the process by its default action nor
+    # stop it; a stop signal to the process still stops it with status 0.
+    track = library.add(library.media.short, "short.mp3")
+    assert requests.get(server.url + track.url_path, timeout=TIMEOUT).status_code == 200
+    threads = [int(t) for t in os.listdir(f"/proc/{server.pid}/task") if int(t) != server.pid]
+    assert len(threads) >= 3, threads
+    for tid in threads:
+        _tgkill(server.pid, tid, sig)
+    time.sleep(scaled(0.5))
+    assert server.running, "a stop signal to one thread ended musicd"
+    assert requests.get(server.url + track.url_path, timeout=TIMEOUT).status_code == 200
+    assert server.stop(sig) == 0
 
 
 def _probe(port):
