@@ -486,6 +486,10 @@ static int next_flag(int argc, char *const *argv, int *index, struct flag *flag,
 		*flag = (struct flag){"help", 4, NULL, NULL};
 		return 0;
 	}
+	if (strcmp(arg, "-t") == 0 || strcmp(arg, "--check-config") == 0) {
+		*flag = (struct flag){"check-config", 12, NULL, NULL};
+		return 0;
+	}
 	if (strcmp(arg, "--version") == 0) {
 		*flag = (struct flag){"version", 7, NULL, NULL};
 		return 0;
@@ -626,9 +630,10 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 {
 	struct flag flag;
 	const char *config_path = NULL;
+	bool check_only = false;
 	*action = CONFIG_ACTION_RUN;
 
-	/* First pass: check every flag and find --config, --help, --version. */
+	/* First pass: check every flag and find --config, --help, --version, --check-config. */
 	for (int i = 1; i < argc;) {
 		if (next_flag(argc, argv, &i, &flag, error, error_size) < 0)
 			return -1;
@@ -638,6 +643,8 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 		}
 		if (flag_is(&flag, "version"))
 			*action = CONFIG_ACTION_VERSION;
+		else if (flag_is(&flag, "check-config"))
+			check_only = true;
 		else if (flag_is(&flag, "config"))
 			config_path = flag.value;
 	}
@@ -655,6 +662,8 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 	bool list_from_flags[OPTION_COUNT] = {false};
 	for (int i = 1; i < argc;) {
 		next_flag(argc, argv, &i, &flag, error, error_size);
+		if (flag.option == NULL)
+			continue; /* --check-config: no setting */
 		size_t index = (size_t)(flag.option - options);
 		if (flag.option->kind == OPTION_LIST && !list_from_flags[index]) {
 			clear_list(config, flag.option);
@@ -663,6 +672,8 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 		if (apply_flag(config, &flag, error, error_size) < 0)
 			return -1;
 	}
+	if (check_only)
+		*action = CONFIG_ACTION_CHECK;
 	return config_validate(config, error, error_size);
 }
 
@@ -685,5 +696,8 @@ void config_print_usage(const char *program)
 			printf("  %-36s %s\n", left, option->help);
 	}
 	printf("  %-36s %s\n", "--help", "show this help and exit");
+	printf("  %-36s %s\n", "--check-config",
+	       "check the configuration (options, config file, media roots, database URI, access "
+	       "log) without serving or touching the database, and exit (also -t)");
 	printf("  %-36s %s\n", "--version", "print the version and exit");
 }

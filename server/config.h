@@ -72,7 +72,12 @@ struct config {
 	unsigned send_timeout;	    /* seconds a response may make no progress */
 };
 
-enum config_action { CONFIG_ACTION_RUN, CONFIG_ACTION_HELP, CONFIG_ACTION_VERSION };
+enum config_action {
+	CONFIG_ACTION_RUN,
+	CONFIG_ACTION_HELP,
+	CONFIG_ACTION_VERSION,
+	CONFIG_ACTION_CHECK, /* -t, --check-config: validate everything, serve nothing */
+};
 
 /*
  * Fills every field with its default from the option table (through config_set);

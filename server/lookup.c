@@ -83,6 +83,15 @@ static mongoc_uri_t *make_uri(const struct config *config, unsigned client_count
 	return uri;
 }
 
+int lookup_check_uri(const struct config *config, char *error, size_t error_size)
+{
+	mongoc_uri_t *uri = make_uri(config, config->lookup_threads, error, error_size);
+	if (uri == NULL)
+		return -1;
+	mongoc_uri_destroy(uri);
+	return 0;
+}
+
 static int is_unavailable(const bson_error_t *error)
 {
 	return error->domain == MONGOC_ERROR_SERVER_SELECTION ||

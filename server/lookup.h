@@ -52,6 +52,9 @@ struct lookup_pool;
 struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_queued,
 				      char *error, size_t error_size);
 
+/* Whether the pool could be built from config's URI (parsed as lookup_pool_start would, nothing connected); -1 with a message. */
+int lookup_check_uri(const struct config *config, char *error, size_t error_size);
+
 /* Queues a job; -1 when the queue is full or the pool is stopping (answer 503 at once). */
 int lookup_submit(struct lookup_pool *pool, struct lookup_job *job);
 

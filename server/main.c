@@ -9,6 +9,7 @@
 #include <event2/thread.h>
 #include <mongoc/mongoc.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
@@ -111,6 +112,31 @@ static void log_cache_stats(const struct service *service)
 		 (unsigned long long)files.hits, (unsigned long long)files.misses,
 		 (unsigned long long)files.evictions, (unsigned long long)files.entries,
 		 file_cache_leased(service->file_cache));
+}
+
+/*
+ * The access log can be opened for appending, checked without creating it:
+ * its directory must exist and be writable (or the file itself, if it exists).
+ */
+static int check_access_log(const char *target, char *error, size_t error_size)
+{
+	if (target == NULL || strcmp(target, "-") == 0)
+		return 0;
+	if (access(target, F_OK) == 0) {
+		if (access(target, W_OK) == 0)
+			return 0;
+	} else {
+		char directory[PATH_MAX];
+		snprintf(directory, sizeof(directory), "%s", target);
+		char *slash = strrchr(directory, '/');
+		const char *parent = slash == NULL ? "." : slash == directory ? "/" : directory;
+		if (slash != NULL && slash != directory)
+			*slash = '\0';
+		if (access(parent, W_OK | X_OK) == 0)
+			return 0;
+	}
+	snprintf(error, error_size, "access log %s: %s", target, strerror(errno));
+	return -1;
 }
 
 static int fail(const char *message)
@@ -243,6 +269,18 @@ int main(int argc, char **argv)
 				error, sizeof(error)) < 0) {
 		status = fail(error);
 		goto out;
+	}
+	if (action == CONFIG_ACTION_CHECK) {
+		/* As nginx -t: everything start-up checks, but no socket, no database, no file made. */
+		mongoc_log_set_handler(NULL, NULL); /* its parse errors come back in error */
+		if (check_access_log(config.access_log, error, sizeof(error)) < 0 ||
+		    lookup_check_uri(&config, error, sizeof(error)) < 0) {
+			status = fail(error);
+		} else {
+			printf("configuration ok\n");
+			status = 0;
+		}
+		goto out_roots;
 	}
 	if (config.access_log != NULL &&
 	    (service.access_log = access_log_open(config.access_log, error, sizeof(error))) == NULL) {

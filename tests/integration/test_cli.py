@@ -17,7 +17,7 @@ TIMEOUT = scaled(10)
 OPTIONS = ["--config", "--listen", "--mongodb-uri", "--database", "--collection", "--path-field",
            "--media-root", "--workers", "--lookup-threads", "--lookup-timeout", "--access-log",
            "--log-level", "--max-connections", "--max-header-size", "--header-timeout",
-           "--keepalive-timeout", "--send-timeout", "--version", "--help"]
+           "--keepalive-timeout", "--send-timeout", "--check-config", "--version", "--help"]
 
 
 def valid_args(mongo, db, library, port):
@@ -260,7 +260,7 @@ def test_connection_option_out_of_bounds_exits_2_naming_it(offline_musicd, tmp_p
 # has none or a described one. README's options table has a row per option whose default
 # column, backticks aside, is VALUE or NOTE, and empty when there is none.
 
-COMMAND_LINE_ONLY = {"config", "help", "version"}  # never in a config file
+COMMAND_LINE_ONLY = {"config", "help", "version", "check-config"}  # never in a config file
 CONF_SETTING = re.compile(r"^(#?)([a-z][a-z0-9-]*)\s*=\s*(.*?)\s*$")
 HELP_LINE = re.compile(r"^  --(?P<name>[a-z][a-z0-9-]*)(?: (?P<value>\S+))?\s+(?P<help>.*)$")
 HELP_DEFAULT = re.compile(r" \(default(?P<note>:?) (?P<default>.*)\)$")
@@ -441,3 +441,76 @@ def test_shipped_config_file_examples_are_valid_settings(offline_musicd, tmp_pat
                                  "--media-root", missing])
     assert_startup_error(result, missing, port=port)
     assert "examples.conf" not in result.stderr, result.stderr
+
+
+# -- -t / --check-config: validate everything, serve nothing ------------------------------------
+
+def check_config_args(tmp_path, port, *extra):
+    media = tmp_path / "check-media"
+    media.mkdir(exist_ok=True)
+    # Nothing listens on port 1: a check that tried the database would fail or hang.
+    return ["--listen", f"127.0.0.1:{port}", "--mongodb-uri", "mongodb://127.0.0.1:1",
+            "--media-root", str(media), *extra]
+
+
+@pytest.mark.parametrize("flag", ["-t", "--check-config"])
+def test_check_config_says_configuration_ok_and_exits_0(offline_musicd, tmp_path, flag):
+    port = free_port()
+    result = offline_musicd.run([flag] + check_config_args(tmp_path, port))
+    assert result.returncode == 0, result
+    assert result.stdout == "configuration ok\n"
+    assert result.stderr == ""
+    assert not port_accepts(port)
+
+
+def test_check_config_neither_binds_nor_minds_a_port_in_use(offline_musicd, tmp_path):
+    # It opens no socket: a port another process holds is no error for the check.
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    with holder:
+        port = holder.getsockname()[1]
+        result = offline_musicd.run(["-t"] + check_config_args(tmp_path, port))
+    assert result.returncode == 0, result
+
+
+def test_check_config_creates_no_access_log(offline_musicd, tmp_path):
+    log = tmp_path / "access.log"
+    result = offline_musicd.run(["-t"] + check_config_args(tmp_path, free_port(),
+                                                           "--access-log", str(log)))
+    assert result.returncode == 0, result
+    assert not log.exists()
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--media-root", "/nonexistent/music"], "/nonexistent/music"),
+    (["--mongodb-uri", "mongodb://"], "mongodb-uri"),
+    (["--mongodb-uri", "http://not-mongo"], "mongodb-uri"),
+    (["--access-log", "/nonexistent/dir/access.log"], "/nonexistent/dir/access.log"),
+    (["--workers", "0"], "workers"),
+    (["--error-cache-control", "no-store\r\nX: y"], "error-cache-control"),
+], ids=["media-root", "empty-uri", "not-a-uri", "access-log", "workers", "header-value"])
+def test_check_config_finds_each_problem_in_one_message_with_exit_2(offline_musicd, tmp_path,
+                                                                    extra, named):
+    port = free_port()
+    args = check_config_args(tmp_path, port)
+    if extra[0] == "--media-root":
+        args = [a for a in args if a != "--media-root" and "check-media" not in a]
+    result = offline_musicd.run(["-t"] + args + extra)
+    assert_startup_error(result, named, port=port)
+    assert "configuration ok" not in result.stdout
+
+
+def test_check_config_reads_the_config_file_and_names_its_bad_line(offline_musicd, tmp_path):
+    conf = tmp_path / "musicd.conf"
+    conf.write_text("# a comment\nlookup-timeout = soon\n")
+    result = offline_musicd.run(["-t", "--config", str(conf)] +
+                                check_config_args(tmp_path, free_port()))
+    assert_startup_error(result, f"{conf}:2", "lookup-timeout")
+
+
+def test_the_shipped_config_file_checks_ok_once_given_a_media_root(offline_musicd, tmp_path):
+    result = offline_musicd.run(["-t", "--config", str(REPO / "config" / "musicd.conf")] +
+                                check_config_args(tmp_path, free_port()))
+    assert result.returncode == 0, result
+    assert result.stdout == "configuration ok\n"

@@ -1222,10 +1222,29 @@ static void test_load_version_asks_for_the_version(void **state)
 	assert_int_equal(f->action, CONFIG_ACTION_VERSION);
 }
 
+static void test_load_check_config_asks_for_a_check_after_loading_everything(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("-t", "--media-root", "/music", "--workers", "3")), 0);
+	assert_int_equal(f->action, CONFIG_ACTION_CHECK);
+	assert_int_equal(f->config.workers, 3);
+	assert_int_equal(load(f, NULL, ARGV("--media-root", "/music", "--check-config")), 0);
+	assert_int_equal(f->action, CONFIG_ACTION_CHECK);
+}
+
+static void test_load_check_config_still_refuses_a_bad_setting(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("-t", "--media-root", "/music", "--workers", "0")), -1);
+	assert_non_null(strstr(f->error, "workers"));
+}
+
 int main(void)
 {
 #define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
+		TEST(test_load_check_config_asks_for_a_check_after_loading_everything),
+		TEST(test_load_check_config_still_refuses_a_bad_setting),
 		TEST(test_init_sets_every_default),
 		TEST(test_init_after_free_sets_the_defaults_again),
 		TEST(test_set_string_settings_replace_their_value),
