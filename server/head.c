@@ -48,25 +48,27 @@ static int is_unsafe(unsigned char c)
 static void put_line(struct builder *b, const char *name, const char *value)
 {
 	/* One pass finds the length and checks every byte; memcpy copies. */
-	const unsigned char *end = (const unsigned char *)value;
-	while (*end != '\0' && !is_unsafe(*end))
-		end++;
-	if (*end != '\0') {
+	size_t length = head_value_safe_length(value);
+	if (value[length] != '\0') {
 		b->overflow = 1;
 		return;
 	}
 	put_text(b, name);
-	put(b, value, (size_t)(end - (const unsigned char *)value));
+	put(b, value, length);
 	put(b, "\r\n", 2);
+}
+
+size_t head_value_safe_length(const char *value)
+{
+	const unsigned char *end = (const unsigned char *)value;
+	while (*end != '\0' && !is_unsafe(*end))
+		end++;
+	return (size_t)(end - (const unsigned char *)value);
 }
 
 int head_value_is_safe(const char *value)
 {
-	for (const unsigned char *c = (const unsigned char *)value; *c != '\0'; c++) {
-		if (is_unsafe(*c))
-			return 0;
-	}
-	return 1;
+	return value[head_value_safe_length(value)] == '\0';
 }
 
 int head_add_field(struct head *head, const char *name, const char *value)

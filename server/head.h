@@ -49,7 +49,13 @@ struct head {
 /* Appends a field (name and value must outlive the head); -1 when HEAD_FIELDS_MAX are taken. */
 int head_add_field(struct head *head, const char *name, const char *value);
 
-/* True when value can stand in a header field: no control byte but a tab, no DEL. */
+/*
+ * The length of value's leading part that can stand in a header field (no
+ * control byte but a tab, no DEL): the whole length when all of it can.
+ */
+size_t head_value_safe_length(const char *value);
+
+/* True when all of value can stand in a header field. */
 int head_value_is_safe(const char *value);
 
 /* Formats head into out; returns its length, or 0 if it does not fit or a value is unsafe. */
