@@ -24,6 +24,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import dbservers  # noqa: E402
+from frontends import FrontendFactory  # noqa: E402
 from media import Library, MediaFiles  # noqa: E402
 from musicd_process import MusicdFactory  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
@@ -150,3 +151,11 @@ def restartable_db(mongo, tmp_path):
     r = RestartableDatabase(mongo, tmp_path / "restartable-db")
     yield r
     r.close()
+
+
+@pytest.fixture
+def frontends(tmp_path):
+    """Real nginx and Varnish from the shipped config files (frontends.FrontendFactory)."""
+    factory = FrontendFactory(tmp_path / "frontends")
+    yield factory
+    factory.teardown()

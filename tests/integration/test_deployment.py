@@ -19,7 +19,7 @@ import requests
 
 from assertions import assert_error
 from frontends import (NGINX_OFFLOAD_SITE, NGINX_SITE, SHIPPED_ACCEL_PREFIX, VARNISH_VCL,
-                       FrontendFactory, Nginx, parse_content_range, vcl_compiles)
+                       Nginx, parse_content_range, vcl_compiles)
 from media import Library, sha256_file
 from musicd_process import MUSICD_BIN
 from support import REPO, free_port, scaled, wait_until
@@ -36,13 +36,6 @@ LOOKUP_TIMEOUT_MS = 500
 DEFAULT_CACHE_CONTROL = "public, max-age=86400"
 SYSTEMD_UNIT = REPO / "config" / "musicd.service"
 SHIPPED_BINARY = "/usr/local/bin/musicd"
-
-
-@pytest.fixture
-def frontends(tmp_path):
-    factory = FrontendFactory(tmp_path / "frontends")
-    yield factory
-    factory.teardown()
 
 
 def get(base, track_or_path, **kw):

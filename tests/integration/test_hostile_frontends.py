@@ -15,7 +15,6 @@ import pytest
 import requests
 
 import httpraw
-from frontends import FrontendFactory
 from support import scaled
 
 pytestmark = pytest.mark.skipif(
@@ -29,13 +28,6 @@ HEALTHY_TIMEOUT = scaled(30)
 # one probe at start-up (to turn the backend healthy) and none during the test, so that the
 # next client, not a probe, is the one that takes the connection the attacker used.
 QUIET_PROBE_INTERVAL = "300s"
-
-
-@pytest.fixture
-def frontends(tmp_path):
-    factory = FrontendFactory(tmp_path / "frontends")
-    yield factory
-    factory.teardown()
 
 
 def smuggling_request(method, target, inner, host="localhost"):
