@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "descriptor_budget.h"
 #include "listener.h"
 #include "log.h"
 #include "lookup.h"
@@ -89,15 +90,30 @@ static unsigned long long raise_descriptor_limit(void)
 	return (unsigned long long)limit.rlim_cur;
 }
 
-/* Connections the descriptor limit leaves room for, besides listeners, logs, libmongoc's sockets and cached files. */
-static unsigned connection_room(const struct config *config, unsigned long long limit)
+/* Settles the worker count and the connection cap within the descriptor limit; -1 with a message. */
+static int plan_descriptors(struct config *config, unsigned long long limit, char *error,
+			    size_t error_size)
 {
-	long long reserved = (long long)config->workers + (long long)config->lookup_threads * 2 +
-			     (long long)config->open_file_cache_entries + 64;
-	long long room = (long long)limit - reserved;
-	if (room < 1)
-		return 1;
-	return room > CONFIG_MAX_CONNECTIONS ? CONFIG_MAX_CONNECTIONS : (unsigned)room;
+	unsigned cpus = cpu_count();
+	struct descriptor_budget_input input = {
+		.limit = limit,
+		.workers = config->workers,
+		.default_workers = cpus < CONFIG_MAX_WORKERS ? cpus : CONFIG_MAX_WORKERS,
+		.lookup_threads = config->lookup_threads,
+		.open_file_cache_entries = config->open_file_cache_entries,
+		.max_connections = config->max_connections,
+		.max_connections_ceiling = CONFIG_MAX_CONNECTIONS,
+	};
+	struct descriptor_budget budget;
+	if (descriptor_budget_plan(&input, &budget, error, error_size) < 0)
+		return -1;
+	if (budget.workers_lowered)
+		log_warn("descriptor limit %llu: %u workers instead of one per CPU (%u); raise the "
+			 "limit (ulimit -n, LimitNOFILE=) for more",
+			 limit, budget.workers, input.default_workers);
+	config->workers = budget.workers;
+	config->max_connections = budget.max_connections;
+	return 0;
 }
 
 static void log_cache_stats(const struct service *service)
@@ -262,8 +278,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level(config.log_level);
-	if (config.workers == 0)
-		config.workers = cpu_count() < CONFIG_MAX_WORKERS ? cpu_count() : CONFIG_MAX_WORKERS;
+	unsigned long long descriptor_limit = raise_descriptor_limit();
+	if (plan_descriptors(&config, descriptor_limit, error, sizeof(error)) < 0) {
+		status = fail(error);
+		goto out;
+	}
 
 	if (media_roots_resolve(&service.media_roots, config.media_roots, config.media_root_count,
 				error, sizeof(error)) < 0) {
@@ -303,9 +322,6 @@ int main(int argc, char **argv)
 		status = fail("out of memory for the caches");
 		goto out_caches;
 	}
-	unsigned long long descriptor_limit = raise_descriptor_limit();
-	if (config.max_connections == 0)
-		config.max_connections = connection_room(&config, descriptor_limit);
 	mongoc_log_set_handler(on_mongoc_log, NULL);
 	mongoc_init();
 	evthread_use_pthreads();

@@ -9,12 +9,13 @@ status 0 and, for a sanitized build (MUSICD_SANITIZED=1), a stderr free of sanit
 import os
 import pathlib
 import re
+import resource
 import signal
 import subprocess
 import time
 
-from support import (REPO, SANITIZED, SANITIZER_ENV, free_port, port_accepts, read_text,
-                     sanitizer_errors, scaled, listens_on, tcp_table, wait_until)
+from support import (REPO, SANITIZED, SANITIZER_ENV, free_port, listening_sockets, listens_on,
+                     port_accepts, read_text, sanitizer_errors, scaled, tcp_table, wait_until)
 
 MUSICD_BIN = pathlib.Path(os.environ.get("MUSICD_BIN", REPO / "build" / "musicd")).resolve()
 START_TIMEOUT = 10.0   # until the port accepts connections (scaled for sanitized builds)
@@ -40,8 +41,9 @@ def require_binary():
 class Musicd:
     """One musicd process."""
 
-    def __init__(self, args, workdir, port, env=None, access_log=None):
+    def __init__(self, args, workdir, port, env=None, access_log=None, descriptor_limit=None):
         self.args = [str(require_binary())] + [str(a) for a in args]
+        self.descriptor_limit = descriptor_limit
         self.workdir = pathlib.Path(workdir)
         self.port = port
         self.env = musicd_env(env)
@@ -57,7 +59,8 @@ class Musicd:
     def start(self, wait=True, timeout=START_TIMEOUT):
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=err, env=self.env, cwd=self.workdir)
+                                         stderr=err, env=self.env, cwd=self.workdir,
+                                         preexec_fn=descriptor_limit_setter(self.descriptor_limit))
         if wait:
             self.wait_ready(timeout)
         return self
@@ -185,6 +188,10 @@ class Musicd:
                     result[fd] = table[inode]
         return result
 
+    def listening_fds(self):
+        """fds of the sockets listening on musicd's port (each socket asked, not /proc/net/tcp)."""
+        return listening_sockets(self.pid, self.port)
+
     def client_sockets(self):
         """fds of connections accepted on musicd's port (listening sockets excluded)."""
         return {fd: s for fd, s in self.sockets().items()
@@ -222,6 +229,16 @@ def cache_off_args():
     return args
 
 
+def descriptor_limit_setter(limit):
+    """A preexec_fn that gives the child RLIMIT_NOFILE limit (soft and hard), or None."""
+    if limit is None:
+        return None
+
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    return set_limit
+
+
 class RunResult:
     def __init__(self, returncode, stdout, stderr, elapsed):
         self.returncode = returncode
@@ -245,13 +262,15 @@ class MusicdFactory:
         self.started = []
 
     def start(self, media_roots=None, database=None, mongodb_uri=None, extra_args=(),
-              env=None, port=None, base_args=True, access_log=None, wait=True, caches=True):
+              env=None, port=None, base_args=True, access_log=None, wait=True, caches=True,
+              descriptor_limit=None):
         """Start musicd on a free port. With base_args (the default), pass --listen,
         --mongodb-uri, --database, --media-root (each of media_roots, default the test's
         library root) and --access-log (a file in the test dir, unless access_log is given,
         e.g. "off" or "-"); then extra_args. Without base_args only extra_args are passed
         (give port= to say where it will listen). caches=False turns off the lookup and
-        open-file caches if this build has them."""
+        open-file caches if this build has them. descriptor_limit sets RLIMIT_NOFILE (soft and
+        hard) in the child, so a test does not depend on the limits of the machine it runs on."""
         port = port or free_port()
         args = []
         log_path = None
@@ -269,17 +288,19 @@ class MusicdFactory:
         if not caches:
             args += cache_off_args()
         args += list(extra_args)
-        m = Musicd(args, self.workdir, port, env=env, access_log=log_path)
+        m = Musicd(args, self.workdir, port, env=env, access_log=log_path,
+                   descriptor_limit=descriptor_limit)
         self.started.append(m)
         return m.start(wait=wait)
 
-    def run(self, args, env=None, timeout=RUN_TIMEOUT, input=None):
+    def run(self, args, env=None, timeout=RUN_TIMEOUT, input=None, descriptor_limit=None):
         """Run musicd with exactly args, expecting it to exit by itself; a sanitized build's
         reports make the test fail."""
         cmd = [str(require_binary())] + [str(a) for a in args]
         t0 = time.monotonic()
         p = subprocess.run(cmd, input=input, capture_output=True, env=musicd_env(env),
-                           cwd=self.workdir, timeout=scaled(timeout))
+                           cwd=self.workdir, timeout=scaled(timeout),
+                           preexec_fn=descriptor_limit_setter(descriptor_limit))
         result = RunResult(p.returncode, p.stdout.decode(errors="replace"),
                            p.stderr.decode(errors="replace"), time.monotonic() - t0)
         found = sanitizer_errors(result.stderr)

@@ -1,5 +1,6 @@
 """Small helpers shared by the integration harness: paths, timeouts, ports, bounded waits."""
 
+import ctypes
 import os
 import pathlib
 import socket
@@ -105,6 +106,44 @@ def socket_inodes(pid):
         if target.startswith("socket:["):
             inodes.add(target[len("socket:["):-1])
     return inodes
+
+
+SYS_PIDFD_GETFD = 438  # the same number on every Linux architecture (5.6 and later)
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def listening_sockets(pid, port):
+    """The fds of process pid that are TCP sockets listening on port, asked of each socket itself.
+
+    /proc/net/tcp is read a page at a time and can skip entries when sockets elsewhere on the
+    host come and go between reads, so it cannot count hundreds of listeners reliably. Here each
+    socket fd is duplicated into this process (pidfd_getfd(2); root may) and asked with
+    getsockopt(SO_ACCEPTCONN) and getsockname(2)."""
+    found = []
+    pidfd = os.pidfd_open(pid)
+    try:
+        for fd in sorted(int(name) for name in os.listdir(f"/proc/{pid}/fd")):
+            try:
+                if not os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:["):
+                    continue
+            except OSError:
+                continue
+            copy = _libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
+            if copy < 0:
+                raise OSError(ctypes.get_errno(), f"pidfd_getfd({pid}, {fd})")
+            sock = socket.socket(fileno=copy)
+            try:
+                if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_INET,
+                                                                          socket.AF_INET6):
+                    continue
+                if (sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+                        and sock.getsockname()[1] == port):
+                    found.append(fd)
+            finally:
+                sock.close()
+    finally:
+        os.close(pidfd)
+    return found
 
 
 def listens_on(pid, port):

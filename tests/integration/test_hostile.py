@@ -570,9 +570,8 @@ long sysconf(int name)
 """
 
 
-def test_on_a_host_with_300_cpus_the_default_is_256_workers(musicd, library, tmp_path):
-    # (holds before the fix: 5832c02 caps the default.) The CPU count is what sysconf(3)
-    # says; a host with more than 256 CPUs is shown to musicd by a preloaded sysconf.
+def cpu_count_env(tmp_path):
+    """The environment that shows musicd a host with 300 CPUs (a preloaded sysconf)."""
     if not (os.path.exists("/usr/bin/cc")):
         pytest.skip("no C compiler for the sysconf shim")
     source = tmp_path / "cpus.c"
@@ -583,12 +582,60 @@ def test_on_a_host_with_300_cpus_the_default_is_256_workers(musicd, library, tmp
     env = {"LD_PRELOAD": str(shim)}
     if SANITIZED:  # the ASan runtime must otherwise come first in the library list
         env["ASAN_OPTIONS"] = SANITIZER_ENV["ASAN_OPTIONS"] + ":verify_asan_link_order=0"
+    return env
+
+
+def test_on_a_host_with_300_cpus_the_default_is_256_workers(musicd, library, tmp_path):
+    # (holds before the fix: 5832c02 caps the default.) The CPU count is what sysconf(3)
+    # says; a host with more than 256 CPUs is shown to musicd by a preloaded sysconf. The
+    # descriptor limit is set, roomy, so the machine's own does not decide the count.
+    env = cpu_count_env(tmp_path)
     track = library.add(library.media.short, "short.mp3")
-    server = musicd.start(env=env)
-    listeners = [s for s in server.sockets().values()
-                 if s[2] == "LISTEN" and s[0][1] == server.port]
+    server = musicd.start(env=env, descriptor_limit=8192)
+    listeners = server.listening_fds()
     assert len(listeners) == 256, f"{len(listeners)} listening sockets (one per worker)"
     assert_file_response(requests.get(server.url + track.url_path, timeout=TIMEOUT), track.path)
+
+
+def test_a_descriptor_limit_too_low_for_the_default_workers_lowers_their_count(musicd, library,
+                                                                              tmp_path):
+    # (fails before the fix: 256 workers need 1280 descriptors, and at a limit of 1500 libevent's
+    # set-up of a worker's loop ran out of them and exited the process with status 1.)
+    # 1500 - 1080 (64 reserved, 8 lookup threads, 1000 cached files) leaves 420: the workers
+    # take at most half, 42 of 5 descriptors each.
+    env = cpu_count_env(tmp_path)
+    track = library.add(library.media.short, "short.mp3")
+    server = musicd.start(env=env, descriptor_limit=1500)
+    assert len(server.listening_fds()) == 42
+    server.wait_for_stderr("descriptor limit 1500: 42 workers instead of one per CPU (256)")
+    assert "at most 210 connections at once" in server.stderr_text()
+    sessions = [requests.Session() for _ in range(60)]  # more connections than workers
+    try:
+        for session in sessions:
+            assert_file_response(session.get(server.url + track.url_path, timeout=TIMEOUT),
+                                 track.path)
+    finally:
+        for session in sessions:
+            session.close()
+
+
+def test_a_worker_count_the_descriptor_limit_cannot_hold_is_refused_at_start(musicd, mongo, db,
+                                                                              library):
+    # (fails before the fix: it exited with status 1 and libevent's "socketpair: Too many open
+    # files" after it had begun listening.)
+    port = free_port()
+    result = musicd.run(["--listen", f"127.0.0.1:{port}", "--mongodb-uri", mongo.uri,
+                         "--database", db.name, "--media-root", library.root,
+                         "--workers", "256"], descriptor_limit=1500)
+    assert result.returncode == 2, result
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("musicd: descriptor limit 1500 is too low: 256 workers"), lines[0]
+    assert "--workers" in lines[0] and "ulimit -n" in lines[0]
+    assert not port_accepts(port)
+    check = musicd.run(["-t", "--media-root", library.root, "--workers", "256"],
+                       descriptor_limit=1500)
+    assert check.returncode == 2 and "descriptor limit 1500 is too low" in check.stderr, check
 
 
 # -- 8. nothing from a request or a document forges a log line ----------------------------------

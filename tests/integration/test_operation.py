@@ -14,7 +14,7 @@ from bson import ObjectId
 
 import httpraw
 from media import sha256_file
-from support import scaled, wait_until
+from support import REPO, scaled, wait_until
 
 TIMEOUT = scaled(10)
 
@@ -150,13 +150,25 @@ def test_access_log_off_writes_no_lines(musicd, library):
 def test_each_worker_listens_on_its_own_socket(musicd, library):
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(extra_args=["--workers", "3"])
-    listening = [fd for fd, (local, _, state) in server.sockets().items()
-                 if state == "LISTEN" and local == ("127.0.0.1", server.port)]
+    listening = server.listening_fds()
     assert len(listening) == 3, server.sockets()
     for _ in range(6):  # new connections, spread by the kernel over the three
         resp = requests.get(server.url + track.url_path, timeout=TIMEOUT,
                             headers={"Connection": "close"})
         assert resp.status_code == 200 and resp.content == track.data
+
+
+def test_each_worker_holds_the_descriptors_the_budget_counts_for_it(musicd, library):
+    # descriptor_budget.h's DESCRIPTORS_PER_WORKER is what start-up plans with; a worker that
+    # came to hold more would make musicd fail half-started at a tight limit.
+    header = (REPO / "server" / "descriptor_budget.h").read_text()
+    per_worker = int(re.search(r"#define DESCRIPTORS_PER_WORKER (\d+)", header).group(1))
+    counts = {}
+    for workers in (1, 9):
+        server = musicd.start(extra_args=["--workers", str(workers)])
+        counts[workers] = len(server.fds())
+        assert server.stop() == 0
+    assert counts[9] - counts[1] == 8 * per_worker, counts
 
 
 def test_log_level_error_keeps_stderr_quiet_when_all_is_well(musicd, library):
