@@ -146,8 +146,14 @@ static const struct option_spec options[] = {
 	{"access-log", "FILE|-|off", STRING_OR_OFF(access_log),
 	 .help = "combined-format access log: a file, - for stdout, or off",
 	 .default_value = "off"},
+	{"error-log", "FILE|stderr", STRING(error_log),
+	 .help = "diagnostics: a file (reopened on SIGUSR1, as the access log), or stderr",
+	 .default_value = LOG_TARGET_STDERR},
 	{"log-level", "LEVEL", .kind = OPTION_LOG_LEVEL, .help = "debug, info, warn or error",
 	 .default_value = "info"},
+	{"user", "USER[:GROUP]", STRING(user),
+	 .help = "once the listeners are bound and the logs open, run as USER (its groups, or "
+		 "GROUP); for a musicd started as root"},
 };
 
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
@@ -225,6 +231,8 @@ void config_free(struct config *config)
 			clear_list(config, &options[i]);
 	}
 	free(config->access_log);
+	free(config->error_log);
+	free(config->user);
 	free(config->error_cache_control);
 	free(config->cache_control);
 	memset(config, 0, sizeof(*config));

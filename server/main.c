@@ -1,9 +1,11 @@
 /*
  * main: start-up and shutdown. Everything that can be wrong with the
- * configuration (options, config file, media roots, access log, listen
+ * configuration (options, config file, media roots, logs, --user, listen
  * address, MongoDB URI) is found here and reported in one line with exit
- * status 2, before a single connection is accepted. SIGINT and SIGTERM stop
- * accepting, let responses in flight finish (bounded), and exit 0.
+ * status 2, before a single connection is accepted. Then the main thread
+ * waits for signals: SIGUSR1 reopens the logs; SIGINT and SIGTERM stop
+ * accepting, let responses in flight finish (bounded), and exit 0. systemd
+ * hears of each step (notify.c).
  */
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -13,6 +15,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,8 @@
 #include "log.h"
 #include "lookup.h"
 #include "media.h"
+#include "notify.h"
+#include "privileges.h"
 #include "service.h"
 #include "worker.h"
 
@@ -66,14 +71,95 @@ static unsigned cpu_count(void)
 	return count > 0 ? (unsigned)count : 1;
 }
 
-/* Blocks the stop signals in every thread created from here on; main waits for them. */
-static void block_stop_signals(sigset_t *stop_signals)
+/* Blocks the signals main handles in every thread created from here on; main waits for them. */
+static void block_signals(sigset_t *handled)
 {
-	sigemptyset(stop_signals);
-	sigaddset(stop_signals, SIGINT);
-	sigaddset(stop_signals, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, stop_signals, NULL);
+	sigemptyset(handled);
+	sigaddset(handled, SIGINT);
+	sigaddset(handled, SIGTERM);
+	sigaddset(handled, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, handled, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+static unsigned long long monotonic_ms(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (unsigned long long)now.tv_sec * 1000ULL + (unsigned long long)now.tv_nsec / 1000000ULL;
+}
+
+/*
+ * The next of the handled signals; 0 when the watchdog is due instead (every
+ * interval_ms since the last time, however many signals came in between).
+ * interval_ms 0: no watchdog, wait for a signal only.
+ */
+static int next_signal(const sigset_t *handled, unsigned long long interval_ms,
+		       unsigned long long *watchdog_due)
+{
+	for (;;) {
+		if (interval_ms == 0) {
+			int signal_number = 0;
+			if (sigwait(handled, &signal_number) == 0)
+				return signal_number;
+			continue;
+		}
+		unsigned long long now = monotonic_ms();
+		if (now >= *watchdog_due) {
+			*watchdog_due = now + interval_ms;
+			return 0;
+		}
+		unsigned long long left = *watchdog_due - now;
+		struct timespec timeout = {.tv_sec = (time_t)(left / 1000),
+					   .tv_nsec = (long)(left % 1000) * 1000000L};
+		int signal_number = sigtimedwait(handled, NULL, &timeout);
+		if (signal_number > 0)
+			return signal_number;
+		/* EAGAIN (the watchdog is due) or EINTR: the loop decides. */
+	}
+}
+
+/*
+ * SIGUSR1: logrotate renamed the logs; open them again under their names. A
+ * log that cannot be reopened keeps its old file (nothing is lost) and says so.
+ */
+static void reopen_logs(const struct service *service)
+{
+	char error[CONFIG_ERROR_MAX];
+	int failed = 0;
+	if (log_reopen(error, sizeof(error)) < 0) {
+		log_error("SIGUSR1: %s; still writing to the file it had", error);
+		failed = 1;
+	}
+	if (access_log_reopen(service->access_log, error, sizeof(error)) < 0) {
+		log_error("SIGUSR1: %s; still writing to the file it had", error);
+		failed = 1;
+	}
+	if (!failed)
+		log_info("SIGUSR1: logs reopened");
+}
+
+/* Handles signals until one asks to stop; returns that one. */
+static int run_until_stopped(const struct service *service, const sigset_t *handled)
+{
+	unsigned long long interval_ms = notify_watchdog_interval_ms();
+	unsigned long long watchdog_due = monotonic_ms();
+	for (;;) {
+		int signal_number = next_signal(handled, interval_ms, &watchdog_due);
+		switch (signal_number) {
+		case 0:
+			notify_watchdog();
+			break;
+		case SIGUSR1:
+			reopen_logs(service);
+			break;
+		case SIGINT:
+		case SIGTERM:
+			return signal_number;
+		default:
+			break;
+		}
+	}
 }
 
 /* Raises the descriptor limit to the hard limit (each connection needs one); returns it. */
@@ -131,13 +217,12 @@ static void log_cache_stats(const struct service *service)
 }
 
 /*
- * The access log can be opened for appending, checked without creating it:
- * its directory must exist and be writable (or the file itself, if it exists).
+ * A log file can be opened for appending, checked without creating it: its
+ * directory must exist and be writable (or the file itself, if it exists).
+ * access(2) asks for the real user: after a drop, --user's.
  */
-static int check_access_log(const char *target, char *error, size_t error_size)
+static int check_log_file(const char *what, const char *target, char *error, size_t error_size)
 {
-	if (target == NULL || strcmp(target, "-") == 0)
-		return 0;
 	if (access(target, F_OK) == 0) {
 		if (access(target, W_OK) == 0)
 			return 0;
@@ -151,8 +236,56 @@ static int check_access_log(const char *target, char *error, size_t error_size)
 		if (access(parent, W_OK | X_OK) == 0)
 			return 0;
 	}
-	snprintf(error, error_size, "access log %s: %s", target, strerror(errno));
+	snprintf(error, error_size, "%s %s: %s", what, target, strerror(errno));
 	return -1;
+}
+
+/* The logs as they are named: NULL for stdout, stderr or off (nothing to open or reopen). */
+static const char *access_log_file(const struct config *config)
+{
+	return config->access_log == NULL || strcmp(config->access_log, "-") == 0
+		       ? NULL
+		       : config->access_log;
+}
+
+static const char *error_log_file(const struct config *config)
+{
+	return strcmp(config->error_log, LOG_TARGET_STDERR) == 0 ? NULL : config->error_log;
+}
+
+static int check_logs(const struct config *config, char *error, size_t error_size)
+{
+	const char *access = access_log_file(config), *errors = error_log_file(config);
+	if (access != NULL && check_log_file("access log", access, error, error_size) < 0)
+		return -1;
+	if (errors != NULL && check_log_file("error log", errors, error, error_size) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * After dropping to --user: a log whose file the user could not create again
+ * (its directory not writable by it) would stay on the renamed file after a
+ * rotation. Say so now, once, rather than at the first SIGUSR1.
+ */
+static void warn_unreopenable_logs(const struct config *config, const struct privileges *user)
+{
+	const char *names[] = {"access log", "error log"};
+	const char *files[] = {access_log_file(config), error_log_file(config)};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (files[i] == NULL)
+			continue;
+		char directory[PATH_MAX];
+		snprintf(directory, sizeof(directory), "%s", files[i]);
+		char *slash = strrchr(directory, '/');
+		const char *parent = slash == NULL ? "." : slash == directory ? "/" : directory;
+		if (slash != NULL && slash != directory)
+			*slash = '\0';
+		if (access(parent, W_OK | X_OK) < 0)
+			log_warn("%s %s: its directory is not writable by user %s, so SIGUSR1 cannot "
+				 "open it again after a rotation renamed it (give the directory to %s)",
+				 names[i], files[i], user->user, user->user);
+	}
 }
 
 static int fail(const char *message)
@@ -192,8 +325,8 @@ static void stop_workers(struct worker *workers, unsigned count, struct lookup_p
 	}
 }
 
-static int serve(const struct config *config, struct service *service, const sigset_t *stop_signals,
-		 unsigned long long descriptor_limit)
+static int serve(const struct config *config, struct service *service, const sigset_t *handled,
+		 const struct privileges *user, unsigned long long descriptor_limit)
 {
 	char error[CONFIG_ERROR_MAX];
 	int listen_fds[CONFIG_MAX_WORKERS];
@@ -207,6 +340,22 @@ static int serve(const struct config *config, struct service *service, const sig
 	if (open_listeners(config, listen_fds, error, sizeof(error)) < 0) {
 		free(workers);
 		return fail(error);
+	}
+	/* Listeners bound and logs open: nothing left that needs root. */
+	if (user != NULL) {
+		if (privileges_drop(user, error, sizeof(error)) < 0) {
+			fail(error);
+			for (unsigned i = 0; i < config->workers; i++)
+				close(listen_fds[i]);
+			free(workers);
+			return EXIT_CONFIG;
+		}
+		log_info("running as user %s (uid %u, gid %u)", user->user, (unsigned)user->uid,
+			 (unsigned)user->gid);
+		warn_unreopenable_logs(config, user);
+	} else if (geteuid() == 0) {
+		log_warn("running as root: give --user USER to drop to it once the listeners are "
+			 "bound and the logs open");
 	}
 	service->lookups = lookup_pool_start(config, config->max_pending_lookups, error, sizeof(error));
 	if (service->lookups == NULL) {
@@ -233,9 +382,13 @@ static int serve(const struct config *config, struct service *service, const sig
 	log_info("descriptor limit %llu: at most %u connections at once", descriptor_limit,
 		 config->max_connections);
 	log_info("files are delivered by %s", service->delivery->name);
+	char ready[CONFIG_ERROR_MAX];
+	snprintf(ready, sizeof(ready), "listening on %s:%u", config->listen_host,
+		 config->listen_port);
+	notify_ready(ready);
 
-	int signal_number = 0;
-	sigwait(stop_signals, &signal_number);
+	int signal_number = run_until_stopped(service, handled);
+	notify_stopping();
 	log_info("%s: stopping; letting responses in flight finish", strsignal(signal_number));
 	status = 0;
 
@@ -258,7 +411,8 @@ int main(int argc, char **argv)
 	struct service service = {.config = &config};
 	enum config_action action;
 	char error[CONFIG_ERROR_MAX];
-	sigset_t stop_signals;
+	sigset_t handled_signals;
+	struct privileges user;
 	int status;
 
 	config_init(&config);
@@ -278,6 +432,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level(config.log_level);
+	/* The error log first, so every start-up message lands in it (-t makes no file). */
+	if (action != CONFIG_ACTION_CHECK && log_open(config.error_log, error, sizeof(error)) < 0) {
+		status = fail(error);
+		goto out;
+	}
+	if (config.user != NULL && privileges_resolve(config.user, &user, error, sizeof(error)) < 0) {
+		status = fail(error);
+		goto out;
+	}
 	unsigned long long descriptor_limit = raise_descriptor_limit();
 	if (plan_descriptors(&config, descriptor_limit, error, sizeof(error)) < 0) {
 		status = fail(error);
@@ -292,7 +455,7 @@ int main(int argc, char **argv)
 	if (action == CONFIG_ACTION_CHECK) {
 		/* As nginx -t: everything start-up checks, but no socket, no database, no file made. */
 		mongoc_log_set_handler(NULL, NULL); /* its parse errors come back in error */
-		if (check_access_log(config.access_log, error, sizeof(error)) < 0 ||
+		if (check_logs(&config, error, sizeof(error)) < 0 ||
 		    lookup_check_uri(&config, error, sizeof(error)) < 0) {
 			status = fail(error);
 		} else {
@@ -312,7 +475,7 @@ int main(int argc, char **argv)
 		cidr_parse(config.trusted_proxies[i], &service.trusted_proxies[i]); /* validated */
 	service.trusted_proxy_count = config.trusted_proxy_count;
 	/* Before any thread starts (the open-file cache's lease thread is the first). */
-	block_stop_signals(&stop_signals);
+	block_signals(&handled_signals);
 	service.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
 						config.lookup_cache_negative_ttl);
 	service.file_cache = file_cache_new(config.open_file_cache_entries,
@@ -325,8 +488,10 @@ int main(int argc, char **argv)
 	mongoc_log_set_handler(on_mongoc_log, NULL);
 	mongoc_init();
 	evthread_use_pthreads();
+	notify_init();
 
-	status = serve(&config, &service, &stop_signals, descriptor_limit);
+	status = serve(&config, &service, &handled_signals, config.user != NULL ? &user : NULL,
+		       descriptor_limit);
 
 	mongoc_cleanup();
 out_caches:
@@ -337,6 +502,7 @@ out_caches:
 out_roots:
 	media_roots_free(&service.media_roots);
 out:
+	log_close();
 	config_free(&config);
 	return status;
 }
