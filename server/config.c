@@ -704,7 +704,7 @@ void config_print_usage(const char *program)
 	}
 	printf("  %-36s %s\n", "--help", "show this help and exit");
 	printf("  %-36s %s\n", "--check-config",
-	       "check the configuration (options, config file, media roots, database URI, access "
-	       "log) without serving or touching the database, and exit (also -t)");
+	       "check the configuration (options, config file, media roots, database URI, logs, "
+	       "--user) without serving or touching the database, and exit (also -t)");
 	printf("  %-36s %s\n", "--version", "print the version and exit");
 }

@@ -288,9 +288,12 @@ static void warn_unreopenable_logs(const struct config *config, const struct pri
 	}
 }
 
+/* The one message of a failed start: on stderr, and in the error log too when it is a file. */
 static int fail(const char *message)
 {
 	fprintf(stderr, "musicd: %s\n", message);
+	if (log_file_path() != NULL)
+		log_error("%s", message);
 	return EXIT_CONFIG;
 }
 
@@ -437,10 +440,6 @@ int main(int argc, char **argv)
 		status = fail(error);
 		goto out;
 	}
-	if (config.user != NULL && privileges_resolve(config.user, &user, error, sizeof(error)) < 0) {
-		status = fail(error);
-		goto out;
-	}
 	unsigned long long descriptor_limit = raise_descriptor_limit();
 	if (plan_descriptors(&config, descriptor_limit, error, sizeof(error)) < 0) {
 		status = fail(error);
@@ -451,6 +450,10 @@ int main(int argc, char **argv)
 				error, sizeof(error)) < 0) {
 		status = fail(error);
 		goto out;
+	}
+	if (config.user != NULL && privileges_resolve(config.user, &user, error, sizeof(error)) < 0) {
+		status = fail(error);
+		goto out_roots;
 	}
 	if (action == CONFIG_ACTION_CHECK) {
 		/* As nginx -t: everything start-up checks, but no socket, no database, no file made. */
