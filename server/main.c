@@ -10,12 +10,10 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <mongoc/mongoc.h>
-#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +23,13 @@
 #include "descriptor_budget.h"
 #include "listener.h"
 #include "log.h"
+#include "log_files.h"
 #include "lookup.h"
 #include "media.h"
 #include "notify.h"
 #include "privileges.h"
 #include "service.h"
+#include "signal_wait.h"
 #include "worker.h"
 
 #ifndef MUSICD_VERSION
@@ -82,76 +82,19 @@ static void block_signals(sigset_t *handled)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static unsigned long long monotonic_ms(void)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (unsigned long long)now.tv_sec * 1000ULL + (unsigned long long)now.tv_nsec / 1000000ULL;
-}
-
-/*
- * The next of the handled signals; 0 when the watchdog is due instead (every
- * interval_ms since the last time, however many signals came in between).
- * interval_ms 0: no watchdog, wait for a signal only.
- */
-static int next_signal(const sigset_t *handled, unsigned long long interval_ms,
-		       unsigned long long *watchdog_due)
-{
-	for (;;) {
-		if (interval_ms == 0) {
-			int signal_number = 0;
-			if (sigwait(handled, &signal_number) == 0)
-				return signal_number;
-			continue;
-		}
-		unsigned long long now = monotonic_ms();
-		if (now >= *watchdog_due) {
-			*watchdog_due = now + interval_ms;
-			return 0;
-		}
-		unsigned long long left = *watchdog_due - now;
-		struct timespec timeout = {.tv_sec = (time_t)(left / 1000),
-					   .tv_nsec = (long)(left % 1000) * 1000000L};
-		int signal_number = sigtimedwait(handled, NULL, &timeout);
-		if (signal_number > 0)
-			return signal_number;
-		/* EAGAIN (the watchdog is due) or EINTR: the loop decides. */
-	}
-}
-
-/*
- * SIGUSR1: logrotate renamed the logs; open them again under their names. A
- * log that cannot be reopened keeps its old file (nothing is lost) and says so.
- */
-static void reopen_logs(const struct service *service)
-{
-	char error[CONFIG_ERROR_MAX];
-	int failed = 0;
-	if (log_reopen(error, sizeof(error)) < 0) {
-		log_error("SIGUSR1: %s; still writing to the file it had", error);
-		failed = 1;
-	}
-	if (access_log_reopen(service->access_log, error, sizeof(error)) < 0) {
-		log_error("SIGUSR1: %s; still writing to the file it had", error);
-		failed = 1;
-	}
-	if (!failed)
-		log_info("SIGUSR1: logs reopened");
-}
-
 /* Handles signals until one asks to stop; returns that one. */
 static int run_until_stopped(const struct service *service, const sigset_t *handled)
 {
-	unsigned long long interval_ms = notify_watchdog_interval_ms();
-	unsigned long long watchdog_due = monotonic_ms();
+	struct signal_wait wait;
+	signal_wait_init(&wait, handled, notify_watchdog_interval_ms());
 	for (;;) {
-		int signal_number = next_signal(handled, interval_ms, &watchdog_due);
+		int signal_number = signal_wait_next(&wait);
 		switch (signal_number) {
-		case 0:
+		case 0: /* the watchdog's tick */
 			notify_watchdog();
 			break;
 		case SIGUSR1:
-			reopen_logs(service);
+			log_files_reopen(service->access_log);
 			break;
 		case SIGINT:
 		case SIGTERM:
@@ -214,78 +157,6 @@ static void log_cache_stats(const struct service *service)
 		 (unsigned long long)files.hits, (unsigned long long)files.misses,
 		 (unsigned long long)files.evictions, (unsigned long long)files.entries,
 		 file_cache_leased(service->file_cache));
-}
-
-/*
- * A log file can be opened for appending, checked without creating it: its
- * directory must exist and be writable (or the file itself, if it exists).
- * access(2) asks for the real user: after a drop, --user's.
- */
-static int check_log_file(const char *what, const char *target, char *error, size_t error_size)
-{
-	if (access(target, F_OK) == 0) {
-		if (access(target, W_OK) == 0)
-			return 0;
-	} else {
-		char directory[PATH_MAX];
-		snprintf(directory, sizeof(directory), "%s", target);
-		char *slash = strrchr(directory, '/');
-		const char *parent = slash == NULL ? "." : slash == directory ? "/" : directory;
-		if (slash != NULL && slash != directory)
-			*slash = '\0';
-		if (access(parent, W_OK | X_OK) == 0)
-			return 0;
-	}
-	snprintf(error, error_size, "%s %s: %s", what, target, strerror(errno));
-	return -1;
-}
-
-/* The logs as they are named: NULL for stdout, stderr or off (nothing to open or reopen). */
-static const char *access_log_file(const struct config *config)
-{
-	return config->access_log == NULL || strcmp(config->access_log, "-") == 0
-		       ? NULL
-		       : config->access_log;
-}
-
-static const char *error_log_file(const struct config *config)
-{
-	return strcmp(config->error_log, LOG_TARGET_STDERR) == 0 ? NULL : config->error_log;
-}
-
-static int check_logs(const struct config *config, char *error, size_t error_size)
-{
-	const char *access = access_log_file(config), *errors = error_log_file(config);
-	if (access != NULL && check_log_file("access log", access, error, error_size) < 0)
-		return -1;
-	if (errors != NULL && check_log_file("error log", errors, error, error_size) < 0)
-		return -1;
-	return 0;
-}
-
-/*
- * After dropping to --user: a log whose file the user could not create again
- * (its directory not writable by it) would stay on the renamed file after a
- * rotation. Say so now, once, rather than at the first SIGUSR1.
- */
-static void warn_unreopenable_logs(const struct config *config, const struct privileges *user)
-{
-	const char *names[] = {"access log", "error log"};
-	const char *files[] = {access_log_file(config), error_log_file(config)};
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		if (files[i] == NULL)
-			continue;
-		char directory[PATH_MAX];
-		snprintf(directory, sizeof(directory), "%s", files[i]);
-		char *slash = strrchr(directory, '/');
-		const char *parent = slash == NULL ? "." : slash == directory ? "/" : directory;
-		if (slash != NULL && slash != directory)
-			*slash = '\0';
-		if (access(parent, W_OK | X_OK) < 0)
-			log_warn("%s %s: its directory is not writable by user %s, so SIGUSR1 cannot "
-				 "open it again after a rotation renamed it (give the directory to %s)",
-				 names[i], files[i], user->user, user->user);
-	}
 }
 
 /* The one message of a failed start: on stderr, and in the error log too when it is a file. */
@@ -355,7 +226,7 @@ static int serve(const struct config *config, struct service *service, const sig
 		}
 		log_info("running as user %s (uid %u, gid %u)", user->user, (unsigned)user->uid,
 			 (unsigned)user->gid);
-		warn_unreopenable_logs(config, user);
+		log_files_warn_unreopenable(config, user->user);
 	} else if (geteuid() == 0) {
 		log_warn("running as root: give --user USER to drop to it once the listeners are "
 			 "bound and the logs open");
@@ -458,7 +329,7 @@ int main(int argc, char **argv)
 	if (action == CONFIG_ACTION_CHECK) {
 		/* As nginx -t: everything start-up checks, but no socket, no database, no file made. */
 		mongoc_log_set_handler(NULL, NULL); /* its parse errors come back in error */
-		if (check_logs(&config, error, sizeof(error)) < 0 ||
+		if (log_files_check(&config, error, sizeof(error)) < 0 ||
 		    lookup_check_uri(&config, error, sizeof(error)) < 0) {
 			status = fail(error);
 		} else {
