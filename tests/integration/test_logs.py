@@ -4,11 +4,13 @@ config/musicd.logrotate, run by the real logrotate, rotates a running musicd's l
 
 import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import threading
 import time
 
+import pytest
 import requests
 
 from support import REPO, scaled, wait_until
@@ -211,9 +213,11 @@ def test_shipped_logrotate_file_rotates_a_running_musicd(musicd, library, tmp_pa
     assert requests.get(server.url + track.url_path + "?first", timeout=TIMEOUT).ok
     wait_for_line(access_log, "?first")
     config = logrotate_config_for(tmp_path, access_log.parent, server.pid)
+    if shutil.which("logrotate") is None:
+        pytest.skip("logrotate is missing: scripts/install-deps installs it")
     result = subprocess.run(["logrotate", "--force", "--state", str(tmp_path / "logrotate.state"),
                              str(config)], capture_output=True, text=True, timeout=TIMEOUT)
-    assert result.returncode == 0, result
+    assert result.returncode == 0 and "error" not in result.stderr.lower(), result
 
     wait_for_line(error_log, "SIGUSR1: logs reopened")
     assert requests.get(server.url + track.url_path + "?second", timeout=TIMEOUT).ok

@@ -2,7 +2,7 @@
 as systemd does for Type=notify), and config/musicd.service as systemd-analyze verify sees it."""
 
 import os
-import pathlib
+import pwd
 import shutil
 import signal
 import socket
@@ -33,6 +33,7 @@ class NotifySocket:
         self.sock.bind(self.path)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self.received = []  # (sender pid, {name: value}, raw text)
+        self.uids = []      # the sender's user id, message by message
 
     def receive(self, timeout):
         """The next message as (pid, fields, text), or None after timeout seconds."""
@@ -41,10 +42,11 @@ class NotifySocket:
             data, ancillary, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(UCRED.size))
         except socket.timeout:
             return None
-        pid = None
+        pid = uid = None
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-                pid = UCRED.unpack(payload[:UCRED.size])[0]
+                pid, uid, _ = UCRED.unpack(payload[:UCRED.size])
+        self.uids.append(uid)
         text = data.decode()
         fields = dict(line.split("=", 1) for line in text.split("\n") if "=" in line)
         message = (pid, fields, text)
@@ -119,6 +121,17 @@ def test_ready_is_sent_once_every_worker_listens(musicd, notify, library):
     assert fields["READY"] == "1"
     assert fields["STATUS"] == f"listening on 127.0.0.1:{server.port}"
     assert [m for m in notify.received if "READY" in m[1]] == [notify.received[-1]]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing user needs root")
+def test_ready_is_sent_after_dropping_to_user(musicd, notify):
+    # systemd's notify socket is writable by every user; so is this one, for the test.
+    os.chmod(notify.directory, 0o755)
+    os.chmod(notify.path, 0o777)
+    server = start_notifying(musicd, notify, extra_args=["--user", "nobody"])
+    pid, fields, _ = notify.wait_for("READY")
+    assert pid == server.pid
+    assert notify.uids[-1] == pwd.getpwnam("nobody").pw_uid
 
 
 def test_no_ready_when_start_up_fails(musicd, notify, library):
