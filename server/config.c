@@ -622,6 +622,13 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 			return -1;
 		}
 	}
+	if (strcmp(config->error_log, "off") == 0 || strcmp(config->error_log, "-") == 0) {
+		/* nginx's "error_log off" quietly writes to a file named off; refuse instead. */
+		set_error(error, error_size,
+			  "error-log: '%s' would be a file of that name; give a file or %s",
+			  config->error_log, LOG_TARGET_STDERR);
+		return -1;
+	}
 	if (config->cache_control != NULL &&
 	    check_header_value("cache-control", config->cache_control, error, error_size) < 0)
 		return -1;

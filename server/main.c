@@ -12,6 +12,7 @@
 #include <mongoc/mongoc.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -257,8 +258,9 @@ static int serve(const struct config *config, struct service *service, const sig
 		 config->max_connections);
 	log_info("files are delivered by %s", service->delivery->name);
 	char ready[CONFIG_ERROR_MAX];
-	snprintf(ready, sizeof(ready), "listening on %s:%u", config->listen_host,
-		 config->listen_port);
+	bool v6 = strchr(config->listen_host, ':') != NULL;
+	snprintf(ready, sizeof(ready), "listening on %s%s%s:%u", v6 ? "[" : "", config->listen_host,
+		 v6 ? "]" : "", config->listen_port);
 	notify_ready(ready);
 
 	int signal_number = run_until_stopped(service, handled);

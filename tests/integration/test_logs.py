@@ -62,6 +62,16 @@ def test_error_log_that_cannot_be_opened_exits_2_naming_it(musicd, tmp_path):
     assert result.stderr.count("\n") == 1 and f"error log {target}" in result.stderr, result
 
 
+@pytest.mark.parametrize("value", ["off", "-"])
+def test_error_log_off_or_dash_is_refused_rather_than_made_a_file(musicd, tmp_path, value):
+    result = musicd.run(["--media-root", tmp_path, "--mongodb-uri", "mongodb://127.0.0.1:1/",
+                         "--error-log", value])
+    assert result.returncode == 2, result
+    assert result.stderr == (f"musicd: error-log: '{value}' would be a file of that name; give "
+                             "a file or stderr\n"), result
+    assert not (tmp_path / value).exists()
+
+
 def test_check_config_checks_the_error_log_without_making_it(musicd, tmp_path):
     args = ["--media-root", tmp_path, "--mongodb-uri", "mongodb://127.0.0.1:1/", "-t"]
     ok = musicd.run(args + ["--error-log", tmp_path / "error.log"])
