@@ -61,11 +61,6 @@ int access_log_reopen(struct access_log *log, char *error, size_t error_size)
 	return 0;
 }
 
-const char *access_log_path(const struct access_log *log)
-{
-	return log == NULL ? NULL : log->path;
-}
-
 void access_log_close(struct access_log *log)
 {
 	if (log == NULL)

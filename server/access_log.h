@@ -37,8 +37,6 @@ void access_log_close(struct access_log *log);
  * for stdout or a NULL log. On failure the old file stays in use: -1 with a message.
  */
 int access_log_reopen(struct access_log *log, char *error, size_t error_size);
-/* The file's path, or NULL for stdout or a NULL log. */
-const char *access_log_path(const struct access_log *log);
 
 /* Formats the line, escaping quotes, backslashes and control bytes as nginx does; returns its length. */
 size_t access_log_format(char *out, size_t out_size, const struct access_entry *entry);
