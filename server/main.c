@@ -291,6 +291,11 @@ int main(int argc, char **argv)
 	struct privileges user;
 	int status;
 
+	/*
+	 * First of all: before any thread starts (they inherit the mask), and so that a
+	 * SIGUSR1 from logrotate during start-up waits for the loop instead of killing musicd.
+	 */
+	block_signals(&handled_signals);
 	config_init(&config);
 	if (config_load(&config, argc, argv, getenv("MONGODB_URI"), &action, error, sizeof(error)) <
 	    0) {
@@ -350,8 +355,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < config.trusted_proxy_count; i++)
 		cidr_parse(config.trusted_proxies[i], &service.trusted_proxies[i]); /* validated */
 	service.trusted_proxy_count = config.trusted_proxy_count;
-	/* Before any thread starts (the open-file cache's lease thread is the first). */
-	block_signals(&handled_signals);
 	service.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
 						config.lookup_cache_negative_ttl);
 	service.file_cache = file_cache_new(config.open_file_cache_entries,
