@@ -5,7 +5,7 @@
 #   make layers server/'s include graph: no cycle, event2/http_struct.h only in exchange.c
 #   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
 CC       ?= cc
-PKGS     := libevent libevent_pthreads libmongoc-1.0
+PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2

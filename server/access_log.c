@@ -1,11 +1,14 @@
 /*
  * access_log: combined log format lines. Request fields come from the client,
  * so they are escaped (\" \\ \xHH) before they reach a log parser.
+ * Reopening swaps the file under the descriptor the workers write to (dup3,
+ * as log.c does for the error log), so workers take no lock and see no
+ * pointer change.
  */
 #include "access_log.h"
 
-#include <errno.h>
-#include <fcntl.h>
+#include "log.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +16,8 @@
 #include <unistd.h>
 
 struct access_log {
-	int fd;
-	int owns_fd;
+	int fd;	    /* never changes once open: reopening swaps the file beneath it */
+	char *path; /* NULL for stdout; owned */
 };
 
 static const char *const month_names[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -31,22 +34,40 @@ struct access_log *access_log_open(const char *target, char *error, size_t error
 		log->fd = STDOUT_FILENO;
 		return log;
 	}
-	log->fd = open(target, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (log->fd < 0) {
-		snprintf(error, error_size, "access log %s: %s", target, strerror(errno));
+	char reason[ACCESS_LOG_LINE_MAX];
+	if ((log->path = strdup(target)) == NULL) {
+		snprintf(error, error_size, "access log %s: out of memory", target);
 		free(log);
 		return NULL;
 	}
-	log->owns_fd = 1;
+	if (log_file_open(target, &log->fd, reason, sizeof(reason)) < 0) {
+		snprintf(error, error_size, "access log %s", reason);
+		free(log->path);
+		free(log);
+		return NULL;
+	}
 	return log;
+}
+
+int access_log_reopen(struct access_log *log, char *error, size_t error_size)
+{
+	if (log == NULL || log->path == NULL)
+		return 0;
+	char reason[ACCESS_LOG_LINE_MAX];
+	if (log_file_reopen(log->path, log->fd, reason, sizeof(reason)) < 0) {
+		snprintf(error, error_size, "access log %s", reason);
+		return -1;
+	}
+	return 0;
 }
 
 void access_log_close(struct access_log *log)
 {
 	if (log == NULL)
 		return;
-	if (log->owns_fd)
+	if (log->path != NULL)
 		close(log->fd);
+	free(log->path);
 	free(log);
 }
 

@@ -1,7 +1,8 @@
 /*
  * access_log: one line per request in the combined log format, followed by
  * the response time in seconds (nginx's $request_time), written with one
- * write(2) per line so worker threads need no lock.
+ * write(2) per line so worker threads need no lock, and reopened in place on
+ * SIGUSR1 (log rotation) without one either.
  */
 #ifndef MUSICD_ACCESS_LOG_H
 #define MUSICD_ACCESS_LOG_H
@@ -30,6 +31,12 @@ struct access_log;
 /* target: a file path (appended to), "-" for stdout. NULL result with a message on failure. */
 struct access_log *access_log_open(const char *target, char *error, size_t error_size);
 void access_log_close(struct access_log *log);
+/*
+ * Opens the file's path again (after a rotation renamed it) and swaps it in
+ * under the descriptor workers write to; safe while they write, and a no-op
+ * for stdout or a NULL log. On failure the old file stays in use: -1 with a message.
+ */
+int access_log_reopen(struct access_log *log, char *error, size_t error_size);
 
 /* Formats the line, escaping quotes, backslashes and control bytes as nginx does; returns its length. */
 size_t access_log_format(char *out, size_t out_size, const struct access_entry *entry);

@@ -146,8 +146,14 @@ static const struct option_spec options[] = {
 	{"access-log", "FILE|-|off", STRING_OR_OFF(access_log),
 	 .help = "combined-format access log: a file, - for stdout, or off",
 	 .default_value = "off"},
+	{"error-log", "FILE|stderr", STRING(error_log),
+	 .help = "diagnostics: a file (reopened on SIGUSR1, as the access log), or stderr",
+	 .default_value = LOG_TARGET_STDERR},
 	{"log-level", "LEVEL", .kind = OPTION_LOG_LEVEL, .help = "debug, info, warn or error",
 	 .default_value = "info"},
+	{"user", "USER[:GROUP]", STRING(user),
+	 .help = "once the listeners are bound and the logs open, run as USER (its groups, or "
+		 "GROUP); for a musicd started as root"},
 };
 
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
@@ -225,6 +231,8 @@ void config_free(struct config *config)
 			clear_list(config, &options[i]);
 	}
 	free(config->access_log);
+	free(config->error_log);
+	free(config->user);
 	free(config->error_cache_control);
 	free(config->cache_control);
 	memset(config, 0, sizeof(*config));
@@ -614,6 +622,13 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 			return -1;
 		}
 	}
+	if (strcmp(config->error_log, "off") == 0 || strcmp(config->error_log, "-") == 0) {
+		/* nginx's "error_log off" quietly writes to a file named off; refuse instead. */
+		set_error(error, error_size,
+			  "error-log: '%s' would be a file of that name; give a file or %s",
+			  config->error_log, LOG_TARGET_STDERR);
+		return -1;
+	}
 	if (config->cache_control != NULL &&
 	    check_header_value("cache-control", config->cache_control, error, error_size) < 0)
 		return -1;
@@ -696,7 +711,7 @@ void config_print_usage(const char *program)
 	}
 	printf("  %-36s %s\n", "--help", "show this help and exit");
 	printf("  %-36s %s\n", "--check-config",
-	       "check the configuration (options, config file, media roots, database URI, access "
-	       "log) without serving or touching the database, and exit (also -t)");
+	       "check the configuration (options, config file, media roots, database URI, logs, "
+	       "--user) without serving or touching the database, and exit (also -t)");
 	printf("  %-36s %s\n", "--version", "print the version and exit");
 }

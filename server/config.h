@@ -45,6 +45,8 @@ struct config {
 	unsigned lookup_threads;
 	unsigned lookup_timeout_ms;
 	char *access_log;	    /* a path, "-" for stdout, or NULL for off */
+	char *error_log;	    /* a path, or LOG_TARGET_STDERR */
+	char *user;		    /* --user USER[:GROUP] to drop to; NULL to stay who started */
 	char *cache_control;	    /* sent on 200, 206 and 304; NULL for off */
 	unsigned max_ranges;	    /* more ranges than this in one request: 200, whole file */
 	unsigned max_pending_lookups;	  /* queued or running; beyond it, 503 at once */

@@ -1,18 +1,32 @@
 /*
- * log: leveled diagnostics on stderr. Each line is formatted into one buffer
- * and written with a single write(2), which keeps lines whole without a lock.
+ * log: leveled diagnostics on stderr or in the error log file. Each line is
+ * formatted into one buffer and written with a single write(2), which keeps
+ * lines whole without a lock.
+ *
+ * Reopening (SIGUSR1, after logrotate renamed the file) never changes which
+ * descriptor number the writers use: the new file is opened, then dup3(2)
+ * puts it in place of the old one in a single step. A write(2) already
+ * running holds the old file and finishes its line there; every later one
+ * goes to the new file. No lock, no line split or lost across the rename.
  */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LOG_LINE_MAX 2048
+#define LOG_FILE_MODE 0644
 
 static volatile enum log_level minimum_level = LOG_LEVEL_INFO;
+/* Where lines go: stderr, or a descriptor of the error log's own (set before any thread starts). */
+static int log_fd = STDERR_FILENO;
+static char *log_path; /* NULL while the log is stderr */
 
 static const char *const level_names[] = {
 	[LOG_LEVEL_DEBUG] = "debug",
@@ -99,7 +113,7 @@ void log_vmsg(enum log_level level, const char *fmt, va_list args)
 	line[length++] = '\n';
 
 	/* A failed diagnostic write has nowhere better to go. */
-	ssize_t ignored = write(STDERR_FILENO, line, length);
+	ssize_t ignored = write(log_fd, line, length);
 	(void)ignored;
 }
 
@@ -109,4 +123,80 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_start(args, fmt);
 	log_vmsg(level, fmt, args);
 	va_end(args);
+}
+
+int log_file_open(const char *path, int *fd, char *error, size_t error_size)
+{
+	int opened = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, LOG_FILE_MODE);
+	if (opened < 0) {
+		snprintf(error, error_size, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	*fd = opened;
+	return 0;
+}
+
+int log_file_reopen(const char *path, int fd, char *error, size_t error_size)
+{
+	int fresh;
+	if (log_file_open(path, &fresh, error, error_size) < 0)
+		return -1;
+	/* The swap itself: writers keep using fd, which now names the new file. */
+	int swapped = dup3(fresh, fd, O_CLOEXEC);
+	int saved = errno;
+	close(fresh);
+	if (swapped < 0) {
+		snprintf(error, error_size, "%s: %s", path, strerror(saved));
+		return -1;
+	}
+	return 0;
+}
+
+int log_open(const char *target, char *error, size_t error_size)
+{
+	if (target == NULL || strcmp(target, LOG_TARGET_STDERR) == 0)
+		return 0;
+	char *copy = strdup(target);
+	int fd;
+	if (copy == NULL) {
+		snprintf(error, error_size, "error log %s: out of memory", target);
+		return -1;
+	}
+	char reason[LOG_LINE_MAX];
+	if (log_file_open(target, &fd, reason, sizeof(reason)) < 0) {
+		snprintf(error, error_size, "error log %s", reason);
+		free(copy);
+		return -1;
+	}
+	log_close();
+	log_fd = fd;
+	log_path = copy;
+	return 0;
+}
+
+int log_reopen(char *error, size_t error_size)
+{
+	if (log_path == NULL)
+		return 0;
+	char reason[LOG_LINE_MAX];
+	if (log_file_reopen(log_path, log_fd, reason, sizeof(reason)) < 0) {
+		snprintf(error, error_size, "error log %s", reason);
+		return -1;
+	}
+	return 0;
+}
+
+const char *log_file_path(void)
+{
+	return log_path;
+}
+
+void log_close(void)
+{
+	if (log_path == NULL)
+		return;
+	close(log_fd);
+	log_fd = STDERR_FILENO;
+	free(log_path);
+	log_path = NULL;
 }

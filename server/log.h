@@ -1,5 +1,6 @@
 /*
- * log: leveled diagnostics on stderr, one write(2) per line so lines from
+ * log: leveled diagnostics on stderr or in an error log file (--error-log),
+ * reopened in place on SIGUSR1; one write(2) per line so lines from
  * worker, lookup and libmongoc threads never interleave. Messages carry
  * values from requests and from the database (paths, ids, driver errors):
  * every message is escaped as a whole before it is written, so no value can
@@ -25,9 +26,41 @@ int log_level_parse(const char *name, enum log_level *out);
  * before an escape that would not fit. Returns the length written.
  */
 size_t log_escape(char *out, size_t out_size, const char *text);
-/* Writes "<UTC time> <level>: <escaped message>\n" to stderr when the level is enabled. */
+/*
+ * Writes "<UTC time> <level>: <escaped message>\n" to the error log (stderr
+ * until log_open names a file) when the level is enabled.
+ */
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_vmsg(enum log_level level, const char *fmt, va_list args);
+
+/* The --error-log value that means stderr (the default). */
+#define LOG_TARGET_STDERR "stderr"
+
+/*
+ * Sends the lines to target from now on: a file (created 0644 if missing,
+ * appended to) or LOG_TARGET_STDERR. Call before threads start. 0, or -1
+ * with "error log <path>: <reason>" in error (the log is unchanged).
+ */
+int log_open(const char *target, char *error, size_t error_size);
+/*
+ * Opens the error log's path again (after a rotation renamed it) and swaps
+ * it in under the same descriptor, safe while other threads write; a no-op
+ * for stderr. On failure the old file stays in use: -1 with a message.
+ */
+int log_reopen(char *error, size_t error_size);
+/* The error log's path, or NULL while it is stderr. */
+const char *log_file_path(void);
+/* Back to stderr, closing the file; for the end of main. */
+void log_close(void);
+
+/*
+ * The two steps every reopenable log shares (access_log.c uses them too):
+ * open path for appending (O_APPEND, O_CLOEXEC, created 0644), and reopen
+ * path onto the descriptor fd already in use (dup3: one atomic swap, a
+ * write in progress finishes in the old file). -1 with "<path>: <reason>".
+ */
+int log_file_open(const char *path, int *fd, char *error, size_t error_size);
+int log_file_reopen(const char *path, int fd, char *error, size_t error_size);
 
 #define log_debug(...) log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_LEVEL_INFO, __VA_ARGS__)

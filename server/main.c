@@ -1,16 +1,18 @@
 /*
  * main: start-up and shutdown. Everything that can be wrong with the
- * configuration (options, config file, media roots, access log, listen
+ * configuration (options, config file, media roots, logs, --user, listen
  * address, MongoDB URI) is found here and reported in one line with exit
- * status 2, before a single connection is accepted. SIGINT and SIGTERM stop
- * accepting, let responses in flight finish (bounded), and exit 0.
+ * status 2, before a single connection is accepted. Then the main thread
+ * waits for signals: SIGUSR1 reopens the logs; SIGINT and SIGTERM stop
+ * accepting, let responses in flight finish (bounded), and exit 0. systemd
+ * hears of each step (notify.c).
  */
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <mongoc/mongoc.h>
-#include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -22,9 +24,13 @@
 #include "descriptor_budget.h"
 #include "listener.h"
 #include "log.h"
+#include "log_files.h"
 #include "lookup.h"
 #include "media.h"
+#include "notify.h"
+#include "privileges.h"
 #include "service.h"
+#include "signal_wait.h"
 #include "worker.h"
 
 #ifndef MUSICD_VERSION
@@ -66,14 +72,38 @@ static unsigned cpu_count(void)
 	return count > 0 ? (unsigned)count : 1;
 }
 
-/* Blocks the stop signals in every thread created from here on; main waits for them. */
-static void block_stop_signals(sigset_t *stop_signals)
+/* Blocks the signals main handles in every thread created from here on; main waits for them. */
+static void block_signals(sigset_t *handled)
 {
-	sigemptyset(stop_signals);
-	sigaddset(stop_signals, SIGINT);
-	sigaddset(stop_signals, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, stop_signals, NULL);
+	sigemptyset(handled);
+	sigaddset(handled, SIGINT);
+	sigaddset(handled, SIGTERM);
+	sigaddset(handled, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, handled, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Handles signals until one asks to stop; returns that one. */
+static int run_until_stopped(const struct service *service, const sigset_t *handled)
+{
+	struct signal_wait wait;
+	signal_wait_init(&wait, handled, notify_watchdog_interval_ms());
+	for (;;) {
+		int signal_number = signal_wait_next(&wait);
+		switch (signal_number) {
+		case 0: /* the watchdog's tick */
+			notify_watchdog();
+			break;
+		case SIGUSR1:
+			log_files_reopen(service->access_log);
+			break;
+		case SIGINT:
+		case SIGTERM:
+			return signal_number;
+		default:
+			break;
+		}
+	}
 }
 
 /* Raises the descriptor limit to the hard limit (each connection needs one); returns it. */
@@ -130,34 +160,12 @@ static void log_cache_stats(const struct service *service)
 		 file_cache_leased(service->file_cache));
 }
 
-/*
- * The access log can be opened for appending, checked without creating it:
- * its directory must exist and be writable (or the file itself, if it exists).
- */
-static int check_access_log(const char *target, char *error, size_t error_size)
-{
-	if (target == NULL || strcmp(target, "-") == 0)
-		return 0;
-	if (access(target, F_OK) == 0) {
-		if (access(target, W_OK) == 0)
-			return 0;
-	} else {
-		char directory[PATH_MAX];
-		snprintf(directory, sizeof(directory), "%s", target);
-		char *slash = strrchr(directory, '/');
-		const char *parent = slash == NULL ? "." : slash == directory ? "/" : directory;
-		if (slash != NULL && slash != directory)
-			*slash = '\0';
-		if (access(parent, W_OK | X_OK) == 0)
-			return 0;
-	}
-	snprintf(error, error_size, "access log %s: %s", target, strerror(errno));
-	return -1;
-}
-
+/* The one message of a failed start: on stderr, and in the error log too when it is a file. */
 static int fail(const char *message)
 {
 	fprintf(stderr, "musicd: %s\n", message);
+	if (log_file_path() != NULL)
+		log_error("%s", message);
 	return EXIT_CONFIG;
 }
 
@@ -192,8 +200,8 @@ static void stop_workers(struct worker *workers, unsigned count, struct lookup_p
 	}
 }
 
-static int serve(const struct config *config, struct service *service, const sigset_t *stop_signals,
-		 unsigned long long descriptor_limit)
+static int serve(const struct config *config, struct service *service, const sigset_t *handled,
+		 const struct privileges *user, unsigned long long descriptor_limit)
 {
 	char error[CONFIG_ERROR_MAX];
 	int listen_fds[CONFIG_MAX_WORKERS];
@@ -207,6 +215,22 @@ static int serve(const struct config *config, struct service *service, const sig
 	if (open_listeners(config, listen_fds, error, sizeof(error)) < 0) {
 		free(workers);
 		return fail(error);
+	}
+	/* Listeners bound and logs open: nothing left that needs root. */
+	if (user != NULL) {
+		if (privileges_drop(user, error, sizeof(error)) < 0) {
+			fail(error);
+			for (unsigned i = 0; i < config->workers; i++)
+				close(listen_fds[i]);
+			free(workers);
+			return EXIT_CONFIG;
+		}
+		log_info("running as user %s (uid %u, gid %u)", user->user, (unsigned)user->uid,
+			 (unsigned)user->gid);
+		log_files_warn_unreopenable(config, user->user);
+	} else if (geteuid() == 0) {
+		log_warn("running as root: give --user USER to drop to it once the listeners are "
+			 "bound and the logs open");
 	}
 	service->lookups = lookup_pool_start(config, config->max_pending_lookups, error, sizeof(error));
 	if (service->lookups == NULL) {
@@ -233,9 +257,14 @@ static int serve(const struct config *config, struct service *service, const sig
 	log_info("descriptor limit %llu: at most %u connections at once", descriptor_limit,
 		 config->max_connections);
 	log_info("files are delivered by %s", service->delivery->name);
+	char ready[CONFIG_ERROR_MAX];
+	bool v6 = strchr(config->listen_host, ':') != NULL;
+	snprintf(ready, sizeof(ready), "listening on %s%s%s:%u", v6 ? "[" : "", config->listen_host,
+		 v6 ? "]" : "", config->listen_port);
+	notify_ready(ready);
 
-	int signal_number = 0;
-	sigwait(stop_signals, &signal_number);
+	int signal_number = run_until_stopped(service, handled);
+	notify_stopping();
 	log_info("%s: stopping; letting responses in flight finish", strsignal(signal_number));
 	status = 0;
 
@@ -258,9 +287,15 @@ int main(int argc, char **argv)
 	struct service service = {.config = &config};
 	enum config_action action;
 	char error[CONFIG_ERROR_MAX];
-	sigset_t stop_signals;
+	sigset_t handled_signals;
+	struct privileges user;
 	int status;
 
+	/*
+	 * First of all: before any thread starts (they inherit the mask), and so that a
+	 * SIGUSR1 from logrotate during start-up waits for the loop instead of killing musicd.
+	 */
+	block_signals(&handled_signals);
 	config_init(&config);
 	if (config_load(&config, argc, argv, getenv("MONGODB_URI"), &action, error, sizeof(error)) <
 	    0) {
@@ -278,6 +313,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level(config.log_level);
+	/* The error log first, so every start-up message lands in it (-t makes no file). */
+	if (action != CONFIG_ACTION_CHECK && log_open(config.error_log, error, sizeof(error)) < 0) {
+		status = fail(error);
+		goto out;
+	}
 	unsigned long long descriptor_limit = raise_descriptor_limit();
 	if (plan_descriptors(&config, descriptor_limit, error, sizeof(error)) < 0) {
 		status = fail(error);
@@ -289,10 +329,14 @@ int main(int argc, char **argv)
 		status = fail(error);
 		goto out;
 	}
+	if (config.user != NULL && privileges_resolve(config.user, &user, error, sizeof(error)) < 0) {
+		status = fail(error);
+		goto out_roots;
+	}
 	if (action == CONFIG_ACTION_CHECK) {
 		/* As nginx -t: everything start-up checks, but no socket, no database, no file made. */
 		mongoc_log_set_handler(NULL, NULL); /* its parse errors come back in error */
-		if (check_access_log(config.access_log, error, sizeof(error)) < 0 ||
+		if (log_files_check(&config, error, sizeof(error)) < 0 ||
 		    lookup_check_uri(&config, error, sizeof(error)) < 0) {
 			status = fail(error);
 		} else {
@@ -311,8 +355,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < config.trusted_proxy_count; i++)
 		cidr_parse(config.trusted_proxies[i], &service.trusted_proxies[i]); /* validated */
 	service.trusted_proxy_count = config.trusted_proxy_count;
-	/* Before any thread starts (the open-file cache's lease thread is the first). */
-	block_stop_signals(&stop_signals);
 	service.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
 						config.lookup_cache_negative_ttl);
 	service.file_cache = file_cache_new(config.open_file_cache_entries,
@@ -325,8 +367,10 @@ int main(int argc, char **argv)
 	mongoc_log_set_handler(on_mongoc_log, NULL);
 	mongoc_init();
 	evthread_use_pthreads();
+	notify_init();
 
-	status = serve(&config, &service, &stop_signals, descriptor_limit);
+	status = serve(&config, &service, &handled_signals, config.user != NULL ? &user : NULL,
+		       descriptor_limit);
 
 	mongoc_cleanup();
 out_caches:
@@ -337,6 +381,7 @@ out_caches:
 out_roots:
 	media_roots_free(&service.media_roots);
 out:
+	log_close();
 	config_free(&config);
 	return status;
 }

@@ -1,0 +1,238 @@
+"""The error log (--error-log) and log rotation: SIGUSR1 reopens both logs under their names, so
+logrotate can rename them; under load no line is lost, doubled or split across the renames;
+config/musicd.logrotate, run by the real logrotate, rotates a running musicd's logs."""
+
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+from support import REPO, scaled, wait_until
+from test_operation import COMBINED, parse_access_line
+
+TIMEOUT = scaled(10)
+ERROR_LINE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z (debug|info|warn|error): ")
+
+
+def lines_of(path):
+    try:
+        return pathlib.Path(path).read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def start_with_logs(musicd, tmp_path, extra_args=()):
+    """musicd with its access log and error log as files in tmp_path/logs."""
+    logs = tmp_path / "logs"
+    logs.mkdir(exist_ok=True)
+    server = musicd.start(access_log=logs / "access.log",
+                          extra_args=["--error-log", logs / "error.log", *extra_args])
+    return server, logs / "access.log", logs / "error.log"
+
+
+def wait_for_line(path, text, timeout=5.0):
+    return wait_until(lambda: [line for line in lines_of(path) if text in line], scaled(timeout),
+                      message=f"{text!r} in {path}")
+
+
+def test_error_log_receives_the_diagnostics_instead_of_stderr(musicd, tmp_path):
+    server, _, error_log = start_with_logs(musicd, tmp_path)
+    lines = wait_for_line(error_log, "listening on 127.0.0.1:")
+    assert all(ERROR_LINE.match(line) for line in lines_of(error_log)), lines_of(error_log)
+    assert "listening on" not in server.stderr_text()
+    assert server.stop() == 0
+    assert [line for line in lines_of(error_log) if "stopping" in line], lines_of(error_log)
+
+
+def test_error_log_defaults_to_stderr(server):
+    server.wait_for_stderr("listening on 127.0.0.1:")
+
+
+def test_error_log_that_cannot_be_opened_exits_2_naming_it(musicd, tmp_path):
+    target = tmp_path / "no-such-dir" / "error.log"
+    result = musicd.run(["--media-root", tmp_path, "--mongodb-uri", "mongodb://127.0.0.1:1/",
+                         "--error-log", target])
+    assert result.returncode == 2, result
+    assert result.stderr.count("\n") == 1 and f"error log {target}" in result.stderr, result
+
+
+@pytest.mark.parametrize("value", ["off", "-"])
+def test_error_log_off_or_dash_is_refused_rather_than_made_a_file(musicd, tmp_path, value):
+    result = musicd.run(["--media-root", tmp_path, "--mongodb-uri", "mongodb://127.0.0.1:1/",
+                         "--error-log", value])
+    assert result.returncode == 2, result
+    assert result.stderr == (f"musicd: error-log: '{value}' would be a file of that name; give "
+                             "a file or stderr\n"), result
+    assert not (tmp_path / value).exists()
+
+
+def test_check_config_checks_the_error_log_without_making_it(musicd, tmp_path):
+    args = ["--media-root", tmp_path, "--mongodb-uri", "mongodb://127.0.0.1:1/", "-t"]
+    ok = musicd.run(args + ["--error-log", tmp_path / "error.log"])
+    assert ok.returncode == 0 and ok.stdout == "configuration ok\n", ok
+    assert not (tmp_path / "error.log").exists()
+    bad = musicd.run(args + ["--error-log", tmp_path / "missing" / "error.log"])
+    assert bad.returncode == 2 and "error log" in bad.stderr, bad
+
+
+def test_sigusr1_reopens_both_logs_after_a_rename(musicd, library, tmp_path):
+    track = library.add(library.media.short, "short.mp3")
+    server, access_log, error_log = start_with_logs(musicd, tmp_path)
+    assert requests.get(server.url + track.url_path + "?before", timeout=TIMEOUT).ok
+    wait_for_line(access_log, "?before")
+    access_log.rename(str(access_log) + ".1")
+    error_log.rename(str(error_log) + ".1")
+
+    server.send_signal(signal.SIGUSR1)
+    wait_for_line(error_log, "SIGUSR1: logs reopened")
+    assert requests.get(server.url + track.url_path + "?after", timeout=TIMEOUT).ok
+    after = wait_for_line(access_log, "?after")
+    assert parse_access_line(after[0])["status"] == "200"
+    old_access = lines_of(str(access_log) + ".1")
+    assert len(old_access) == 1 and "?before" in old_access[0], old_access
+    old_errors = lines_of(str(error_log) + ".1")
+    assert [line for line in old_errors if "listening on" in line], old_errors
+    assert not [line for line in old_errors if "reopened" in line], old_errors
+
+
+def test_a_log_that_cannot_be_reopened_keeps_its_old_file(musicd, library, tmp_path):
+    track = library.add(library.media.short, "short.mp3")
+    server, access_log, error_log = start_with_logs(musicd, tmp_path)
+    rotated = pathlib.Path(str(access_log) + ".1")
+    access_log.rename(rotated)
+    access_log.mkdir()  # the name is now a directory: opening it for writing fails (EISDIR)
+
+    server.send_signal(signal.SIGUSR1)
+    failure = wait_for_line(error_log, "SIGUSR1: access log")
+    assert "Is a directory" in failure[0] and "still writing to the file it had" in failure[0]
+    assert not [line for line in lines_of(error_log) if "logs reopened" in line]
+    assert requests.get(server.url + track.url_path + "?kept", timeout=TIMEOUT).ok
+    wait_for_line(rotated, "?kept")
+
+
+# -- rotation under load ------------------------------------------------------------------------
+CLIENTS = 4
+REQUESTS_PER_CLIENT = 250      # half HEADs of a track, half GETs of a document whose file is gone
+ROTATIONS = 5
+LOAD_DEADLINE = 120.0          # seconds (scaled) for all the requests
+
+
+def test_rotating_under_load_loses_doubles_and_splits_no_line(musicd, library, tmp_path):
+    track = library.add(library.media.short, "short.mp3")
+    # One document per failing request: each 404 writes one error-log line naming its own path.
+    gone = [f"{library.root}/gone-{n}.mp3" for n in range(CLIENTS * REQUESTS_PER_CLIENT // 2)]
+    ids = [str(i) for i in library.db.collection.insert_many(
+        [{library.db.path_field: path} for path in gone]).inserted_ids]
+    server, access_log, error_log = start_with_logs(musicd, tmp_path)
+    targets = [[] for _ in range(CLIENTS)]
+    failures = []
+
+    def client(index):
+        deadline = time.monotonic() + scaled(LOAD_DEADLINE)
+        with requests.Session() as session:
+            for j in range(REQUESTS_PER_CLIENT):
+                if time.monotonic() > deadline:
+                    failures.append(f"client {index}: out of time at request {j}")
+                    return
+                n = index * REQUESTS_PER_CLIENT + j
+                if j % 2 == 0:
+                    target = f"{track.url_path}?n={n}"
+                    expected = 200
+                    response = session.head(server.url + target, timeout=TIMEOUT)
+                else:
+                    target = f"/musicdb/{ids[n // 2]}/gone.mp3?n={n}"
+                    expected = 404
+                    response = session.get(server.url + target, timeout=TIMEOUT)
+                if response.status_code != expected:
+                    failures.append(f"{target}: {response.status_code}")
+                targets[index].append(target)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    rotated_access, rotated_errors = [], []
+    try:
+        for k in range(1, ROTATIONS + 1):
+            wait_until(lambda: len(lines_of(access_log)) >= 20 or
+                       not any(t.is_alive() for t in threads), scaled(30),
+                       message="lines in the current access log")
+            old_access = tmp_path / "logs" / f"access.log.{k}"
+            old_errors = tmp_path / "logs" / f"error.log.{k}"
+            access_log.rename(old_access)
+            error_log.rename(old_errors)
+            rotated_access.append(old_access)
+            rotated_errors.append(old_errors)
+            server.send_signal(signal.SIGUSR1)
+            wait_for_line(error_log, "SIGUSR1: logs reopened")
+    finally:
+        for t in threads:
+            t.join(scaled(LOAD_DEADLINE) + 30)
+    assert not failures, failures[:10]
+    expected = sorted(target for per_client in targets for target in per_client)
+    assert len(expected) == CLIENTS * REQUESTS_PER_CLIENT
+
+    access_files = rotated_access + [access_log]
+    error_files = rotated_errors + [error_log]
+
+    def logged_targets():
+        return [parse_access_line(line)["request"].split(" ")[1]
+                for path in access_files for line in lines_of(path)]
+    # A line is written once the response is out, which the client may see a moment earlier.
+    wait_until(lambda: len(logged_targets()) >= len(expected), scaled(10),
+               message=f"{len(expected)} access-log lines")
+    for path in access_files:
+        for line in lines_of(path):
+            assert COMBINED.match(line), f"{path.name}: not a whole line: {line!r}"
+
+    assert sorted(logged_targets()) == expected
+    # Rotations happened while requests ran: several files hold some of them.
+    assert sum(1 for path in access_files if lines_of(path)) >= 3, \
+        [len(lines_of(path)) for path in access_files]
+
+    error_lines = [line for path in error_files for line in lines_of(path)]
+    for line in error_lines:
+        assert ERROR_LINE.match(line), f"not a whole error-log line: {line!r}"
+    logged_gone = sorted(m.group(1) for line in error_lines
+                         for m in [re.search(r"(/\S*/gone-\d+\.mp3): ", line)] if m)
+    assert logged_gone == sorted(gone)
+    assert sum(1 for path in error_files
+               if any("gone-" in line for line in lines_of(path))) >= 3
+
+
+# -- config/musicd.logrotate, run by logrotate ---------------------------------------------------
+def logrotate_config_for(tmp_path, logs, pid):
+    """The shipped file with its paths in logs/ and its postrotate signalling pid directly."""
+    text = (REPO / "config" / "musicd.logrotate").read_text()
+    assert "/var/log/musicd/" in text and "systemctl kill --signal=USR1 musicd.service" in text
+    text = text.replace("/var/log/musicd/", f"{logs}/")
+    text = re.sub(r"systemctl kill --signal=USR1 musicd\.service[^\n]*", f"kill -USR1 {pid}", text)
+    path = tmp_path / "logrotate.conf"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_logrotate_file_rotates_a_running_musicd(musicd, library, tmp_path):
+    track = library.add(library.media.short, "short.mp3")
+    server, access_log, error_log = start_with_logs(musicd, tmp_path)
+    assert requests.get(server.url + track.url_path + "?first", timeout=TIMEOUT).ok
+    wait_for_line(access_log, "?first")
+    config = logrotate_config_for(tmp_path, access_log.parent, server.pid)
+    if shutil.which("logrotate") is None:
+        pytest.skip("logrotate is missing: scripts/install-deps installs it")
+    result = subprocess.run(["logrotate", "--force", "--state", str(tmp_path / "logrotate.state"),
+                             str(config)], capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 0 and "error" not in result.stderr.lower(), result
+
+    wait_for_line(error_log, "SIGUSR1: logs reopened")
+    assert requests.get(server.url + track.url_path + "?second", timeout=TIMEOUT).ok
+    wait_for_line(access_log, "?second")
+    first = lines_of(str(access_log) + ".1")  # delaycompress: the newest rotation stays plain
+    assert len(first) == 1 and "?first" in first[0], first
+    assert len(lines_of(access_log)) == 1
+    assert [line for line in lines_of(str(error_log) + ".1") if "listening on" in line]
