@@ -1,7 +1,8 @@
 /*
  * lookup_cache: LOOKUP_CACHE_SHARDS independent LRU tables, chosen by the
- * key's hash. Entries are stored by value (mid and a copy of the path), so a
- * hit copies the path out under the shard's lock and holds nothing after.
+ * key's hash. Entries are stored by value (mid, a copy of the path and of
+ * the document's ETag), so a hit copies them out under the shard's lock and
+ * holds nothing after.
  */
 #include "lookup_cache.h"
 
@@ -20,6 +21,7 @@ struct lookup_entry {
 	struct lru_node node;
 	char mid[OBJECTID_HEX_LENGTH + 1];
 	char *path;	 /* NULL for a negative entry */
+	char etag[ETAG_MAX]; /* the document's ETag, "" for none */
 	int64_t expires; /* cache_now_seconds() at which it stops counting */
 };
 
@@ -82,6 +84,13 @@ static struct lru_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
 enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
 					  char *path_out, size_t path_size)
 {
+	return lookup_cache_get_tagged(cache, mid, path_out, path_size, NULL);
+}
+
+enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, const char *mid,
+						 char *path_out, size_t path_size,
+						 char etag_out[ETAG_MAX])
+{
 	if (!cache->enabled)
 		return LOOKUP_CACHE_MISS;
 	uint64_t hash = lru_hash(mid);
@@ -98,6 +107,8 @@ enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char
 			result = LOOKUP_CACHE_NEGATIVE;
 		} else if (strlen(entry->path) < path_size) {
 			strcpy(path_out, entry->path);
+			if (etag_out != NULL)
+				strcpy(etag_out, entry->etag);
 			lru_touch(&shard->table, node);
 			result = LOOKUP_CACHE_HIT;
 		}
@@ -112,6 +123,14 @@ enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char
 
 void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path)
 {
+	lookup_cache_put_tagged(cache, mid, path, NULL);
+}
+
+void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
+			     const char *etag)
+{
+	if (etag != NULL && strlen(etag) >= ETAG_MAX)
+		return; /* not an ETag etag_from_field or etag_format made: not kept */
 	if (!cache->enabled || (path == NULL && cache->negative_ttl == 0))
 		return;
 	struct lookup_entry *entry = calloc(1, sizeof(*entry));
@@ -122,6 +141,8 @@ void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *p
 		return;
 	}
 	snprintf(entry->mid, sizeof(entry->mid), "%s", mid);
+	if (path != NULL && etag != NULL)
+		strcpy(entry->etag, etag);
 	entry->node.key = entry->mid;
 	entry->node.hash = lru_hash(entry->mid);
 	entry->expires = cache_now_seconds() + (path ? cache->ttl : cache->negative_ttl);
