@@ -22,7 +22,7 @@ import urllib.parse
 
 import pytest
 
-from support import scaled, wait_until
+from support import free_port, scaled, wait_until
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
@@ -401,6 +401,20 @@ def test_nginx_fails_over_when_an_origin_dies_and_gives_it_its_share_back(
     assert set(served_urls(back)) <= share[victim], "the restarted origin got others' tracks"
     late = [r for r in results if r[1] > back_at]
     assert all(r[3] is None for r in late), [r for r in late if r[3]]
+
+
+def test_nginx_sends_a_track_on_when_its_origin_answers_503(musicd, library, frontends):
+    # One origin cannot reach the database (nothing listens at its URI's port): it answers 503
+    # to every lookup, and nginx asks the next origin (proxy_next_upstream http_503).
+    tracks = Tracks(library)
+    dead_database = f"mongodb://127.0.0.1:{free_port()}/"
+    origins = start_origins(musicd)[:ORIGINS - 1]
+    origins.append(musicd.start(mongodb_uri=dead_database,
+                                extra_args=ORIGIN_ARGS + ["--lookup-timeout", "300"]))
+    nginx = frontends.nginx_cluster([o.port for o in origins])
+    fetch_all(nginx.port, tracks)
+    refused = [line for line in origins[-1].access_log_lines() if '" 503 ' in line]
+    assert refused, "no track was hashed to the origin without a database"
 
 
 # -- Varnish in front ----------------------------------------------------------------------
