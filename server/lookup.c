@@ -35,7 +35,6 @@ struct lookup_pool {
 	char *path_field;
 	char *etag_field; /* NULL: no ETag from the document */
 	unsigned timeout_ms;
-	mongoc_read_prefs_t *primary; /* for "no such document" read elsewhere */
 
 	pthread_mutex_t lock;
 	pthread_cond_t wakeup;
@@ -201,8 +200,9 @@ static bool reads_primary(const mongoc_collection_t *collection)
 	       MONGOC_READ_PRIMARY;
 }
 
+/* primary: the read preference "no such document" read elsewhere is asked again with. */
 static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
-		    struct lookup_job *job)
+		    const mongoc_read_prefs_t *primary, struct lookup_job *job)
 {
 	if (clock_ms_until(&job->deadline) <= 0) {
 		job->status = LOOKUP_UNAVAILABLE;
@@ -233,7 +233,7 @@ static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
 		log_debug("lookup %s: not found reading %s: asking the primary", job->mid,
 			  lookup_read_mode_name(mongoc_read_prefs_get_mode(
 				  mongoc_collection_get_read_prefs(collection))));
-		find_once(pool, collection, pool->primary, job);
+		find_once(pool, collection, primary, job);
 	}
 }
 
@@ -266,15 +266,18 @@ static void *lookup_thread(void *arg)
 	mongoc_client_t *client = mongoc_client_pool_pop(pool->clients);
 	mongoc_collection_t *collection =
 		mongoc_client_get_collection(client, pool->database, pool->collection);
+	/* The thread's own, like its client and collection (libmongoc's objects are not shared). */
+	mongoc_read_prefs_t *primary = mongoc_read_prefs_new(MONGOC_READ_PRIMARY);
 	struct lookup_job *job;
 
 	while ((job = take_job(pool)) != NULL) {
-		run_job(pool, collection, job);
+		run_job(pool, collection, primary, job);
 		deliver(job);
 		pthread_mutex_lock(&pool->lock);
 		pool->running--;
 		pthread_mutex_unlock(&pool->lock);
 	}
+	mongoc_read_prefs_destroy(primary);
 	mongoc_collection_destroy(collection);
 	mongoc_client_pool_push(pool->clients, client);
 	return NULL;
@@ -299,9 +302,8 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 	pool->path_field = strdup(config->path_field);
 	pool->etag_field = config->etag_field ? strdup(config->etag_field) : NULL;
 	pool->threads = calloc(pool->thread_count, sizeof(*pool->threads));
-	pool->primary = mongoc_read_prefs_new(MONGOC_READ_PRIMARY);
 	if (!pool->database || !pool->collection || !pool->path_field || !pool->threads ||
-	    !pool->primary || (config->etag_field && !pool->etag_field))
+	    (config->etag_field && !pool->etag_field))
 		goto out_of_memory;
 
 	uri = make_uri(config, pool->thread_count, error, error_size);
@@ -394,7 +396,5 @@ void lookup_pool_stop(struct lookup_pool *pool)
 	free(pool->collection);
 	free(pool->path_field);
 	free(pool->etag_field);
-	if (pool->primary != NULL)
-		mongoc_read_prefs_destroy(pool->primary);
 	free(pool);
 }
