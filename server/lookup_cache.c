@@ -21,7 +21,7 @@ struct lookup_entry {
 	struct lru_node node;
 	char mid[OBJECTID_HEX_LENGTH + 1];
 	char *path;	 /* NULL for a negative entry */
-	char etag[ETAG_MAX]; /* the document's ETag, "" for none */
+	char *etag;	 /* the document's ETag; NULL for none (most libraries: no byte spent) */
 	int64_t expires; /* cache_now_seconds() at which it stops counting */
 };
 
@@ -58,6 +58,7 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 static void free_entry(struct lookup_entry *entry)
 {
 	free(entry->path);
+	free(entry->etag);
 	free(entry);
 }
 
@@ -108,7 +109,7 @@ enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, con
 		} else if (strlen(entry->path) < path_size) {
 			strcpy(path_out, entry->path);
 			if (etag_out != NULL)
-				strcpy(etag_out, entry->etag);
+				strcpy(etag_out, entry->etag ? entry->etag : "");
 			lru_touch(&shard->table, node);
 			result = LOOKUP_CACHE_HIT;
 		}
@@ -136,13 +137,13 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 	struct lookup_entry *entry = calloc(1, sizeof(*entry));
 	if (entry == NULL)
 		return;
-	if (path != NULL && (entry->path = strdup(path)) == NULL) {
-		free(entry);
+	if ((path != NULL && (entry->path = strdup(path)) == NULL) ||
+	    (path != NULL && etag != NULL && etag[0] != '\0' &&
+	     (entry->etag = strdup(etag)) == NULL)) {
+		free_entry(entry);
 		return;
 	}
 	snprintf(entry->mid, sizeof(entry->mid), "%s", mid);
-	if (path != NULL && etag != NULL)
-		strcpy(entry->etag, etag);
 	entry->node.key = entry->mid;
 	entry->node.hash = lru_hash(entry->mid);
 	entry->expires = cache_now_seconds() + (path ? cache->ttl : cache->negative_ttl);
