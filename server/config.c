@@ -83,6 +83,10 @@ static const struct option_spec options[] = {
 	 .default_value = "tracks"},
 	{"path-field", "NAME", STRING(path_field),
 	 .help = "document field with the file's absolute path", .default_value = "path"},
+	{"etag-field", "NAME|off", STRING_OR_OFF(etag_field),
+	 .help = "document field (a content hash) sent as the ETag, the same from every origin; "
+		 "off: from the file's mtime and size",
+	 .default_value = "off"},
 	{"media-root", "DIR", LIST(media_roots, media_root_count, CONFIG_MAX_MEDIA_ROOTS),
 	 .help = "directory files may be served from; repeatable, at least one required"},
 	{"workers", "N", NUMBER(workers, 1, CONFIG_MAX_WORKERS), .help = "HTTP worker threads",
@@ -226,6 +230,7 @@ void config_free(struct config *config)
 	free(config->database);
 	free(config->collection);
 	free(config->path_field);
+	free(config->etag_field);
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
 		if (options[i].kind == OPTION_LIST)
 			clear_list(config, &options[i]);
@@ -627,6 +632,12 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 		set_error(error, error_size,
 			  "error-log: '%s' would be a file of that name; give a file or %s",
 			  config->error_log, LOG_TARGET_STDERR);
+		return -1;
+	}
+	if (config->etag_field != NULL && strcmp(config->etag_field, config->path_field) == 0) {
+		/* The path would go out as the ETag: the body never names the path, nor may a header. */
+		set_error(error, error_size, "etag-field: '%s' is the path field; name the field "
+			  "holding the content hash", config->etag_field);
 		return -1;
 	}
 	if (config->cache_control != NULL &&

@@ -39,6 +39,7 @@ struct config {
 	char *database;
 	char *collection;
 	char *path_field;
+	char *etag_field;	  /* string field whose value is the ETag; NULL: from mtime and size */
 	char *media_roots[CONFIG_MAX_MEDIA_ROOTS]; /* as given; media.c resolves them */
 	size_t media_root_count;
 	unsigned workers;	    /* 0 = one per CPU (at most CONFIG_MAX_WORKERS), settled by main */

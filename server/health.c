@@ -1,7 +1,10 @@
 /*
  * health: a probe is a real findById through the lookup pool (for an id no
  * document has), so it proves what a track request needs: the pool, the
- * connection, the collection and the deadline.
+ * connection, the collection and the deadline. It reads with the URI's read
+ * preference, as lookups do (a secondary, with secondaryPreferred), and its
+ * "no such document" is never asked of the primary again (lookup.c): the
+ * probe answers for the members lookups read from.
  */
 #include "health.h"
 

@@ -6,6 +6,11 @@
  * are 30 s server selection, 5 min socket), and retryReads defaults to off
  * because a retry doubles the wait; a quick connection error (a restarted
  * server's stale socket) is retried once here instead, if time remains.
+ *
+ * Reads go where the URI's read preference sends them (the collection
+ * inherits it from the client, the client from the URI: find_with_opts is
+ * given no read preference of its own), with one exception: a track not
+ * found on a member other than the primary is looked for on the primary.
  */
 #include "lookup.h"
 
@@ -18,6 +23,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "lookup_monitor.h"
 
 /* An id no document has: probes make the same round trip as real lookups. */
 #define PROBE_OBJECTID "000000000000000000000000"
@@ -27,6 +33,7 @@ struct lookup_pool {
 	char *database;
 	char *collection;
 	char *path_field;
+	char *etag_field; /* NULL: no ETag from the document */
 	unsigned timeout_ms;
 
 	pthread_mutex_t lock;
@@ -98,46 +105,83 @@ static int is_unavailable(const bson_error_t *error)
 	       error->domain == MONGOC_ERROR_STREAM;
 }
 
-/* One find round trip; fills job->status, path and detail. Returns the bson error domain. */
-static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collection,
+/* The document's --etag-field value as a quoted ETag in job->etag, or "" (the file's ETag is used). */
+static void read_etag(const struct lookup_pool *pool, const bson_t *document,
+		      struct lookup_job *job)
+{
+	bson_iter_t iter;
+	uint32_t length = 0;
+	const char *value = NULL;
+	job->etag[0] = '\0';
+	if (pool->etag_field == NULL)
+		return;
+	if (bson_iter_init(&iter, document) &&
+	    bson_iter_find_descendant(&iter, pool->etag_field, &iter) && BSON_ITER_HOLDS_UTF8(&iter))
+		value = bson_iter_utf8(&iter, &length);
+	if (value == NULL)
+		log_debug("lookup %s: no string field '%s': the file's ETag is used", job->mid,
+			  pool->etag_field);
+	else if (etag_from_field(job->etag, value, length) < 0)
+		log_warn("lookup %s: field '%s' is not an ETag (1 to %d letters, digits or "
+			 "+-./:=_~): the file's ETag is used",
+			 job->mid, pool->etag_field, ETAG_FIELD_VALUE_MAX);
+}
+
+/* Fills job->status, path, etag and detail from a found document. */
+static void read_document(const struct lookup_pool *pool, const bson_t *document,
 			  struct lookup_job *job)
+{
+	bson_iter_t iter;
+	uint32_t length;
+	const char *path;
+	if (bson_iter_init(&iter, document) &&
+	    bson_iter_find_descendant(&iter, pool->path_field, &iter) &&
+	    BSON_ITER_HOLDS_UTF8(&iter) && (path = bson_iter_utf8(&iter, &length)) && length > 0 &&
+	    strlen(path) == length) {
+		job->status = LOOKUP_FOUND;
+		job->path = strdup(path);
+		if (job->path == NULL) {
+			job->status = LOOKUP_FAILED;
+			snprintf(job->detail, sizeof(job->detail), "out of memory");
+		}
+		read_etag(pool, document, job);
+	} else {
+		job->status = LOOKUP_NO_PATH;
+		snprintf(job->detail, sizeof(job->detail),
+			 "field '%s' is missing, empty, not a string or holds a NUL",
+			 pool->path_field);
+	}
+}
+
+/*
+ * One find round trip with read_prefs (NULL: the collection's, i.e. the URI's);
+ * fills job->status, path, etag and detail. Returns the bson error domain.
+ */
+static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collection,
+			  const mongoc_read_prefs_t *read_prefs, struct lookup_job *job)
 {
 	const char *mid = job->kind == LOOKUP_PROBE ? PROBE_OBJECTID : job->mid;
 	bson_oid_t oid;
 	bson_t filter = BSON_INITIALIZER, options = BSON_INITIALIZER, projection;
 	bson_error_t error = {0};
 	const bson_t *document;
-	bson_iter_t iter;
 
 	bson_oid_init_from_string(&oid, mid);
 	BSON_APPEND_OID(&filter, "_id", &oid);
 	BSON_APPEND_DOCUMENT_BEGIN(&options, "projection", &projection);
 	BSON_APPEND_INT32(&projection, pool->path_field, 1);
+	if (pool->etag_field != NULL)
+		BSON_APPEND_INT32(&projection, pool->etag_field, 1);
 	bson_append_document_end(&options, &projection);
 	BSON_APPEND_INT64(&options, "limit", 1);
 	BSON_APPEND_BOOL(&options, "singleBatch", true);
 
+	lookup_monitor_reading(read_prefs != NULL ? read_prefs
+						  : mongoc_collection_get_read_prefs(collection));
 	mongoc_cursor_t *cursor =
-		mongoc_collection_find_with_opts(collection, &filter, &options, NULL);
+		mongoc_collection_find_with_opts(collection, &filter, &options, read_prefs);
 	if (mongoc_cursor_next(cursor, &document)) {
-		uint32_t length;
-		const char *path;
-		if (bson_iter_init(&iter, document) &&
-		    bson_iter_find_descendant(&iter, pool->path_field, &iter) &&
-		    BSON_ITER_HOLDS_UTF8(&iter) && (path = bson_iter_utf8(&iter, &length)) &&
-		    length > 0 && strlen(path) == length) {
-			job->status = LOOKUP_FOUND;
-			job->path = strdup(path);
-			if (job->path == NULL) {
-				job->status = LOOKUP_FAILED;
-				snprintf(job->detail, sizeof(job->detail), "out of memory");
-			}
-		} else {
-			job->status = LOOKUP_NO_PATH;
-			snprintf(job->detail, sizeof(job->detail),
-				 "field '%s' is missing, empty, not a string or holds a NUL",
-				 pool->path_field);
-		}
+		read_document(pool, document, job);
 	} else if (mongoc_cursor_error(cursor, &error)) {
 		job->status = is_unavailable(&error) ? LOOKUP_UNAVAILABLE : LOOKUP_FAILED;
 		snprintf(job->detail, sizeof(job->detail), "%.250s", error.message);
@@ -150,21 +194,46 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 	return error.domain;
 }
 
+static bool reads_primary(const mongoc_collection_t *collection)
+{
+	return mongoc_read_prefs_get_mode(mongoc_collection_get_read_prefs(collection)) ==
+	       MONGOC_READ_PRIMARY;
+}
+
+/* primary: the read preference "no such document" read elsewhere is asked again with. */
 static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
-		    struct lookup_job *job)
+		    const mongoc_read_prefs_t *primary, struct lookup_job *job)
 {
 	if (clock_ms_until(&job->deadline) <= 0) {
 		job->status = LOOKUP_UNAVAILABLE;
 		snprintf(job->detail, sizeof(job->detail), "deadline passed while queued");
 		return;
 	}
-	uint32_t domain = find_once(pool, collection, job);
+	uint32_t domain = find_once(pool, collection, NULL, job);
 	/* A stale pooled socket fails fast; one more try if most of the time is left. */
 	if (domain == MONGOC_ERROR_STREAM &&
 	    clock_ms_until(&job->deadline) > (long)pool->timeout_ms / 2) {
 		log_debug("lookup %s: retrying after: %s", job->mid, job->detail);
 		job->detail[0] = '\0';
-		find_once(pool, collection, job);
+		find_once(pool, collection, NULL, job);
+	}
+	/*
+	 * Not found on a member that may lag: the primary decides, before a 404 is
+	 * answered or remembered. Probes are not asked again: /healthz answers for
+	 * the members lookups read from, whether or not the primary is up.
+	 */
+	if (job->status == LOOKUP_NOT_FOUND && job->kind == LOOKUP_FIND_TRACK &&
+	    !reads_primary(collection)) {
+		if (clock_ms_until(&job->deadline) <= 0) {
+			job->status = LOOKUP_UNAVAILABLE;
+			snprintf(job->detail, sizeof(job->detail),
+				 "deadline passed before the primary was asked");
+			return;
+		}
+		log_debug("lookup %s: not found reading %s: asking the primary", job->mid,
+			  lookup_read_mode_name(mongoc_read_prefs_get_mode(
+				  mongoc_collection_get_read_prefs(collection))));
+		find_once(pool, collection, primary, job);
 	}
 }
 
@@ -197,15 +266,18 @@ static void *lookup_thread(void *arg)
 	mongoc_client_t *client = mongoc_client_pool_pop(pool->clients);
 	mongoc_collection_t *collection =
 		mongoc_client_get_collection(client, pool->database, pool->collection);
+	/* The thread's own, like its client and collection (libmongoc's objects are not shared). */
+	mongoc_read_prefs_t *primary = mongoc_read_prefs_new(MONGOC_READ_PRIMARY);
 	struct lookup_job *job;
 
 	while ((job = take_job(pool)) != NULL) {
-		run_job(pool, collection, job);
+		run_job(pool, collection, primary, job);
 		deliver(job);
 		pthread_mutex_lock(&pool->lock);
 		pool->running--;
 		pthread_mutex_unlock(&pool->lock);
 	}
+	mongoc_read_prefs_destroy(primary);
 	mongoc_collection_destroy(collection);
 	mongoc_client_pool_push(pool->clients, client);
 	return NULL;
@@ -228,8 +300,10 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 	pool->database = strdup(config->database);
 	pool->collection = strdup(config->collection);
 	pool->path_field = strdup(config->path_field);
+	pool->etag_field = config->etag_field ? strdup(config->etag_field) : NULL;
 	pool->threads = calloc(pool->thread_count, sizeof(*pool->threads));
-	if (!pool->database || !pool->collection || !pool->path_field || !pool->threads)
+	if (!pool->database || !pool->collection || !pool->path_field || !pool->threads ||
+	    (config->etag_field && !pool->etag_field))
 		goto out_of_memory;
 
 	uri = make_uri(config, pool->thread_count, error, error_size);
@@ -243,6 +317,9 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 		goto fail;
 	}
 	mongoc_client_pool_set_error_api(pool->clients, MONGOC_ERROR_API_VERSION_2);
+	/* Command monitoring costs a callback per command: only when its lines are written. */
+	if (log_enabled(LOG_LEVEL_DEBUG) && lookup_monitor_attach(pool->clients) < 0)
+		log_warn("mongodb: command monitoring refused; no per-command debug lines");
 
 	for (unsigned i = 0; i < pool->thread_count; i++) {
 		if (pthread_create(&pool->threads[i], NULL, lookup_thread, pool) != 0) {
@@ -267,6 +344,7 @@ int lookup_submit(struct lookup_pool *pool, struct lookup_job *job)
 	int accepted = 0;
 	job->next_queued = NULL;
 	job->path = NULL;
+	job->etag[0] = '\0';
 	job->detail[0] = '\0';
 	pthread_mutex_lock(&pool->lock);
 	if (!pool->stopping && pool->queued + pool->running < pool->max_queued) {
@@ -317,5 +395,6 @@ void lookup_pool_stop(struct lookup_pool *pool)
 	free(pool->database);
 	free(pool->collection);
 	free(pool->path_field);
+	free(pool->etag_field);
 	free(pool);
 }

@@ -14,9 +14,10 @@
 
 #include "config.h"
 #include "objectid.h"
+#include "validators.h"
 
 enum lookup_kind {
-	LOOKUP_FIND_TRACK, /* find {_id: ObjectId(mid)}, projected to the path field */
+	LOOKUP_FIND_TRACK, /* find {_id: ObjectId(mid)}, projected to the path (and ETag) field */
 	LOOKUP_PROBE,	   /* the same round trip for an id that never exists: a health check */
 };
 
@@ -42,11 +43,19 @@ struct lookup_job {
 
 	enum lookup_status status;
 	char *path;	    /* malloc'd when status is LOOKUP_FOUND */
+	char etag[ETAG_MAX]; /* with --etag-field and a valid value: the document's ETag; else "" */
 	char detail[256];   /* why, for the log, when not found or failed */
 	struct lookup_job *next_queued; /* pool-private */
 };
 
 struct lookup_pool;
+
+/*
+ * Lookups read with the URI's read preference (readPreference,
+ * maxStalenessSeconds, readPreferenceTags), probes too. When that is not
+ * primary, "no such document" is asked of the primary once more before it is
+ * believed: a track inserted a moment ago may not have reached the member read.
+ */
 
 /* Connects nothing yet (libmongoc connects lazily); NULL with a message on a bad URI. */
 struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_queued,

@@ -1,7 +1,8 @@
 /*
  * lookup_cache: LOOKUP_CACHE_SHARDS independent LRU tables, chosen by the
- * key's hash. Entries are stored by value (mid and a copy of the path), so a
- * hit copies the path out under the shard's lock and holds nothing after.
+ * key's hash. Entries are stored by value (mid, a copy of the path and of
+ * the document's ETag), so a hit copies them out under the shard's lock and
+ * holds nothing after.
  */
 #include "lookup_cache.h"
 
@@ -20,6 +21,7 @@ struct lookup_entry {
 	struct lru_node node;
 	char mid[OBJECTID_HEX_LENGTH + 1];
 	char *path;	 /* NULL for a negative entry */
+	char *etag;	 /* the document's ETag; NULL for none (most libraries: no byte spent) */
 	int64_t expires; /* cache_now_seconds() at which it stops counting */
 };
 
@@ -56,6 +58,7 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 static void free_entry(struct lookup_entry *entry)
 {
 	free(entry->path);
+	free(entry->etag);
 	free(entry);
 }
 
@@ -82,6 +85,13 @@ static struct lru_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
 enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
 					  char *path_out, size_t path_size)
 {
+	return lookup_cache_get_tagged(cache, mid, path_out, path_size, NULL);
+}
+
+enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, const char *mid,
+						 char *path_out, size_t path_size,
+						 char etag_out[ETAG_MAX])
+{
 	if (!cache->enabled)
 		return LOOKUP_CACHE_MISS;
 	uint64_t hash = lru_hash(mid);
@@ -98,6 +108,8 @@ enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char
 			result = LOOKUP_CACHE_NEGATIVE;
 		} else if (strlen(entry->path) < path_size) {
 			strcpy(path_out, entry->path);
+			if (etag_out != NULL)
+				strcpy(etag_out, entry->etag ? entry->etag : "");
 			lru_touch(&shard->table, node);
 			result = LOOKUP_CACHE_HIT;
 		}
@@ -112,13 +124,23 @@ enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char
 
 void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path)
 {
+	lookup_cache_put_tagged(cache, mid, path, NULL);
+}
+
+void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
+			     const char *etag)
+{
+	if (etag != NULL && strlen(etag) >= ETAG_MAX)
+		return; /* not an ETag etag_from_field or etag_format made: not kept */
 	if (!cache->enabled || (path == NULL && cache->negative_ttl == 0))
 		return;
 	struct lookup_entry *entry = calloc(1, sizeof(*entry));
 	if (entry == NULL)
 		return;
-	if (path != NULL && (entry->path = strdup(path)) == NULL) {
-		free(entry);
+	if ((path != NULL && (entry->path = strdup(path)) == NULL) ||
+	    (path != NULL && etag != NULL && etag[0] != '\0' &&
+	     (entry->etag = strdup(etag)) == NULL)) {
+		free_entry(entry);
 		return;
 	}
 	snprintf(entry->mid, sizeof(entry->mid), "%s", mid);

@@ -1,5 +1,5 @@
 /*
- * lookup_cache: mid -> path, shared by every worker, so that a warm request
+ * lookup_cache: mid -> path (and the document's ETag, with --etag-field), shared by every worker, so that a warm request
  * makes no database round trip. Bounded in entries (a full cache evicts the
  * least recently used entry of the new entry's shard, or of another shard
  * when that one is empty), entries live for a TTL, and "no such document" is
@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lru.h"
+#include "validators.h"
 
 struct lookup_cache;
 
@@ -32,6 +33,15 @@ enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char
 
 /* Remembers mid -> path (path NULL: no such document) until its TTL passes. */
 void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path);
+
+/* As lookup_cache_put, with the document's ETag (quoted; NULL or "": none) kept beside the path. */
+void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
+			     const char *etag);
+
+/* As lookup_cache_get; a HIT also copies the document's ETag ("" for none) into etag_out. */
+enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, const char *mid,
+						 char *path_out, size_t path_size,
+						 char etag_out[ETAG_MAX]);
 
 /* Sums over the shards. */
 struct cache_stats lookup_cache_stats(struct lookup_cache *cache);

@@ -7,20 +7,51 @@
  * without a path, or a file that is missing, unreadable or outside the roots
  * (the body never names the path); 503 when the database does not answer in
  * time; 500 for any other database error.
+ *
+ * With --etag-field, a document's own ETag (its content hash) replaces the
+ * file's (mtime and size) in the answer, so every origin serving the same
+ * document sends the same validator, whatever its copy's mtime.
  */
 #include "track.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "file_cache.h"
+#include "head.h"
 #include "lookup_cache.h"
 #include "log.h"
 #include "media.h"
 #include "response.h"
 
+/* Last-Modified, ETag and Cache-Control lines with the longest values config and validators allow. */
+#define TAGGED_LINES_MAX (128 + ETAG_MAX + CONFIG_HEADER_VALUE_MAX)
+
+/* Answers with file, under the document's ETag when it has one ("" for none). */
+static void respond_with(struct exchange *exchange, const struct service *service,
+			 const struct response_file *file, const char *document_etag)
+{
+	if (document_etag[0] == '\0') {
+		service->delivery->respond(exchange, file, &service->media_roots);
+		return;
+	}
+	/* A copy for this answer: the cached entry is the file's, shared by every document. */
+	struct response_file tagged = *file;
+	char lines[TAGGED_LINES_MAX];
+	snprintf(tagged.etag, sizeof(tagged.etag), "%s", document_etag);
+	if (head_file_lines(lines, sizeof(lines), file->last_modified, tagged.etag,
+			    file->cache_control) == 0) {
+		log_error("document ETag %s: the header lines do not fit", document_etag);
+		response_send_error(exchange, 500);
+		return;
+	}
+	tagged.file_lines = lines;
+	service->delivery->respond(exchange, &tagged, &service->media_roots);
+}
+
 /* Opens (or finds open) the file at path and answers with it, or 404 and a log line. */
 static void serve_path(struct exchange *exchange, const struct service *service, const char *mid,
-		       const char *path)
+		       const char *path, const char *document_etag)
 {
 	struct file_cache_entry *entry = file_cache_get(service->file_cache, path);
 	if (entry == NULL) {
@@ -42,7 +73,7 @@ static void serve_path(struct exchange *exchange, const struct service *service,
 			return;
 		}
 	}
-	service->delivery->respond(exchange, file_cache_response(entry), &service->media_roots);
+	respond_with(exchange, service, file_cache_response(entry), document_etag);
 	/* Responses still sending hold their own segment references. */
 	file_cache_release(service->file_cache, entry);
 }
@@ -54,14 +85,14 @@ static void respond_to_lookup(struct exchange *exchange, void *arg)
 	struct lookup_job *job = exchange_job(exchange);
 	/* What was learned is kept either way. */
 	if (job->status == LOOKUP_FOUND)
-		lookup_cache_put(service->lookup_cache, job->mid, job->path);
+		lookup_cache_put_tagged(service->lookup_cache, job->mid, job->path, job->etag);
 	else if (job->status == LOOKUP_NOT_FOUND)
 		lookup_cache_put(service->lookup_cache, job->mid, NULL);
 	if (!exchange_can_respond(exchange))
 		return;
 	switch (job->status) {
 	case LOOKUP_FOUND:
-		serve_path(exchange, service, job->mid, job->path);
+		serve_path(exchange, service, job->mid, job->path, job->etag);
 		return;
 	case LOOKUP_NOT_FOUND:
 		log_debug("mid=%s: no such document", job->mid);
@@ -92,10 +123,10 @@ static void on_lookup_deadline(struct exchange *exchange, void *arg)
 
 void track_handle(struct exchange *exchange, const char *mid, const struct service *service)
 {
-	char path[PATH_MAX];
-	switch (lookup_cache_get(service->lookup_cache, mid, path, sizeof(path))) {
+	char path[PATH_MAX], etag[ETAG_MAX];
+	switch (lookup_cache_get_tagged(service->lookup_cache, mid, path, sizeof(path), etag)) {
 	case LOOKUP_CACHE_HIT:
-		serve_path(exchange, service, mid, path);
+		serve_path(exchange, service, mid, path, etag);
 		return;
 	case LOOKUP_CACHE_NEGATIVE:
 		response_send_error(exchange, 404);

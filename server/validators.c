@@ -44,6 +44,32 @@ void etag_format(char out[ETAG_MAX], struct timespec mtime, uint64_t size)
 	*cursor = '\0';
 }
 
+/*
+ * A subset of RFC 9110's etagc chosen so that no value can need escaping
+ * anywhere an ETag travels: no quote, backslash, comma (If-None-Match lists)
+ * or space, nothing outside ASCII.
+ */
+static int etag_field_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c != '\0' && strchr("+-./:=_~", c) != NULL);
+}
+
+int etag_from_field(char out[ETAG_MAX], const char *value, size_t length)
+{
+	if (value == NULL || length == 0 || length > ETAG_FIELD_VALUE_MAX)
+		return -1;
+	for (size_t i = 0; i < length; i++) {
+		if (!etag_field_byte((unsigned char)value[i]))
+			return -1;
+	}
+	out[0] = '"';
+	memcpy(out + 1, value, length);
+	out[length + 1] = '"';
+	out[length + 2] = '\0';
+	return 0;
+}
+
 /* Writes value as exactly `digits` decimal digits (value is already in range). */
 static char *put_digits(char *out, int value, int digits)
 {

@@ -9,6 +9,12 @@ shipped file cannot silently stop being tested):
       /srv/music/ -> the test's media root (offload variant)
   config/varnish-musicd.vcl
       backend .port "8080" -> nginx's port; probe .interval 1s -> PROBE_INTERVAL
+  config/nginx-musicd-cluster.conf (several origins)
+      server 10.0.0.1N:23001 -> 127.0.0.1:<origin N's port>, fail_timeout=10s -> the test's;
+      listen 127.0.0.1:8080 -> nginx's port
+  config/varnish-musicd-cluster.vcl (several origins, no nginx)
+      backend originN's .host "10.0.0.1N" and .port "23001" -> 127.0.0.1 and origin N's port;
+      probe .interval 1s -> PROBE_INTERVAL
 
 Nginx runs in the foreground (`daemon off`) from a generated main nginx.conf in its own directory
 (pid, logs, temp paths there) that includes the site file the way Debian's nginx.conf includes
@@ -29,6 +35,8 @@ CONFIG_DIR = REPO / "config"
 NGINX_SITE = CONFIG_DIR / "nginx-musicd.conf"
 NGINX_OFFLOAD_SITE = CONFIG_DIR / "nginx-musicd-offload.conf"
 VARNISH_VCL = CONFIG_DIR / "varnish-musicd.vcl"
+NGINX_CLUSTER_SITE = CONFIG_DIR / "nginx-musicd-cluster.conf"
+VARNISH_CLUSTER_VCL = CONFIG_DIR / "varnish-musicd-cluster.vcl"
 
 NGINX_BIN = shutil.which("nginx") or "/usr/sbin/nginx"
 VARNISHD_BIN = shutil.which("varnishd") or "/usr/sbin/varnishd"
@@ -42,6 +50,10 @@ SHIPPED_ACCEL_PREFIX = "/protected/music/"   # musicd --x-accel-redirect matchin
 SHIPPED_BACKEND_PORT = '.port = "8080";'
 SHIPPED_PROBE_INTERVAL = ".interval = 1s;"
 PROBE_INTERVAL = "200ms"
+# The cluster files' origins, in order (nginx `server` lines, Varnish backends origin1..3).
+SHIPPED_ORIGINS = [("10.0.0.11", "23001"), ("10.0.0.12", "23001"), ("10.0.0.13", "23001")]
+SHIPPED_FAIL_TIMEOUT = "fail_timeout=10s"
+FAIL_TIMEOUT = "2s"   # how long nginx skips a failed origin in the tests
 
 START_TIMEOUT = 30.0   # varnishd compiles the VCL with cc at start-up
 START_ATTEMPTS = 3     # a free port may be taken by another process before we bind it
@@ -74,6 +86,32 @@ def varnish_vcl_text(nginx_port, probe_interval=PROBE_INTERVAL):
     replacements = [(SHIPPED_BACKEND_PORT, f'.port = "{nginx_port}";'),
                     (SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};")]
     return substitute(VARNISH_VCL.read_text(), replacements, VARNISH_VCL.name)
+
+
+def _origin_replacements(origin_ports, old, new):
+    """(old, new) pairs putting origin N of the shipped cluster files on 127.0.0.1:port N."""
+    assert len(origin_ports) == len(SHIPPED_ORIGINS), \
+        f"the cluster files name {len(SHIPPED_ORIGINS)} origins, not {len(origin_ports)}"
+    return [(old(host, port), new(origin_port))
+            for (host, port), origin_port in zip(SHIPPED_ORIGINS, origin_ports)]
+
+
+def nginx_cluster_site_text(origin_ports, nginx_port, fail_timeout=FAIL_TIMEOUT):
+    """The shipped cluster site for these origins' ports and nginx's port."""
+    replacements = _origin_replacements(origin_ports, lambda host, port: f"server {host}:{port} ",
+                                        lambda port: f"server 127.0.0.1:{port} ")
+    replacements += [(SHIPPED_FAIL_TIMEOUT, f"fail_timeout={fail_timeout}"),
+                     (SHIPPED_LISTEN, f"listen 127.0.0.1:{nginx_port};")]
+    return substitute(NGINX_CLUSTER_SITE.read_text(), replacements, NGINX_CLUSTER_SITE.name)
+
+
+def varnish_cluster_vcl_text(origin_ports, probe_interval=PROBE_INTERVAL):
+    """The shipped cluster VCL with backend originN at 127.0.0.1:<port N>."""
+    replacements = _origin_replacements(
+        origin_ports, lambda host, port: f'.host = "{host}";\n    .port = "{port}";',
+        lambda port: f'.host = "127.0.0.1";\n    .port = "{port}";')
+    replacements.append((SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};"))
+    return substitute(VARNISH_CLUSTER_VCL.read_text(), replacements, VARNISH_CLUSTER_VCL.name)
 
 
 def nginx_main_conf(directory, site_path, worker_processes=1, extra_http=""):
@@ -250,6 +288,23 @@ class Varnish:
                         return word.lower()
         return None
 
+    def backend_healths(self):
+        """{backend name without the VCL prefix: "healthy" or "sick"} from backend.list."""
+        result = {}
+        for line in self.adm("backend.list").splitlines()[1:]:
+            fields = line.split()
+            states = [w.lower() for w in fields[1:] if w.lower() in ("healthy", "sick")]
+            if fields and states:
+                result[fields[0].rpartition(".")[2]] = states[0]
+        return result
+
+    def wait_backends(self, expected, timeout=15.0):
+        """Poll backend.list until each backend named in expected has its state there."""
+        def reached():
+            healths = self.backend_healths()
+            return all(healths.get(name) == state for name, state in expected.items()) and healths
+        return wait_until(reached, timeout, interval=0.1, message=f"Varnish backends {expected}")
+
     def wait_backend(self, state, timeout=15.0):
         """Poll backend.list until the backend is `state` ("healthy" or "sick")."""
         return wait_until(lambda: self.backend_health() == state and state, timeout,
@@ -308,6 +363,20 @@ class FrontendFactory:
     def varnish(self, nginx_port, probe_interval=PROBE_INTERVAL):
         return self._start(lambda: Varnish(self._dir("varnish"),
                                            varnish_vcl_text(nginx_port, probe_interval),
+                                           free_port()))
+
+    def nginx_cluster(self, origin_ports, fail_timeout=FAIL_TIMEOUT):
+        """nginx from the shipped cluster site, its upstream the given origins' ports."""
+        def make():
+            port = free_port()
+            return Nginx(self._dir("nginx"),
+                         nginx_cluster_site_text(origin_ports, port, fail_timeout), port)
+        return self._start(make)
+
+    def varnish_cluster(self, origin_ports, probe_interval=PROBE_INTERVAL):
+        """Varnish from the shipped cluster VCL, its backends the given origins' ports."""
+        return self._start(lambda: Varnish(self._dir("varnish"),
+                                           varnish_cluster_vcl_text(origin_ports, probe_interval),
                                            free_port()))
 
     def teardown(self):

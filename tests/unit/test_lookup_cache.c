@@ -1,6 +1,7 @@
 /*
  * Unit tests for server/lookup_cache.h: mid -> path answers (hit, miss, and
- * "no such document"), the path copied out whole or not at all, a cache
+ * "no such document"), the path copied out whole or not at all, the
+ * document's ETag kept beside the path, a cache
  * disabled by its settings, entries replaced by a later put, both TTLs
  * (against the cache's own clock, seconds of CLOCK_MONOTONIC_COARSE), the
  * bound on entries, and the counters.
@@ -118,6 +119,48 @@ static void test_put_then_get_hits_and_copies_the_path(void **state)
 	memset(path, 'X', sizeof(path));
 	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, PATH);
+	lookup_cache_free(cache);
+}
+
+#define DOCUMENT_ETAG "\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\""
+
+static void test_a_tagged_entry_gives_back_the_path_and_the_document_etag(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE], etag[ETAG_MAX];
+	lookup_cache_put_tagged(cache, MID, PATH, DOCUMENT_ETAG);
+	lookup_cache_put_tagged(cache, OTHER_MID, OTHER_PATH, "");
+	assert_int_equal(lookup_cache_get_tagged(cache, MID, path, sizeof(path), etag),
+			 LOOKUP_CACHE_HIT);
+	assert_string_equal(path, PATH);
+	assert_string_equal(etag, DOCUMENT_ETAG);
+	memset(etag, 'X', sizeof(etag));
+	assert_int_equal(lookup_cache_get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
+			 LOOKUP_CACHE_HIT);
+	assert_string_equal(etag, "");
+	/* A later put of the same id replaces the ETag with the path. */
+	lookup_cache_put(cache, MID, OTHER_PATH);
+	assert_int_equal(lookup_cache_get_tagged(cache, MID, path, sizeof(path), etag),
+			 LOOKUP_CACHE_HIT);
+	assert_string_equal(path, OTHER_PATH);
+	assert_string_equal(etag, "");
+	lookup_cache_free(cache);
+}
+
+static void test_a_negative_entry_keeps_no_etag_and_an_overlong_one_is_not_kept(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE], etag[ETAG_MAX], overlong[ETAG_MAX + 1];
+	lookup_cache_put_tagged(cache, MID, NULL, DOCUMENT_ETAG);
+	assert_int_equal(lookup_cache_get_tagged(cache, MID, path, sizeof(path), etag),
+			 LOOKUP_CACHE_NEGATIVE);
+	memset(overlong, 'a', sizeof(overlong) - 1);
+	overlong[sizeof(overlong) - 1] = '\0';
+	lookup_cache_put_tagged(cache, OTHER_MID, PATH, overlong);
+	assert_int_equal(lookup_cache_get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
+			 LOOKUP_CACHE_MISS);
 	lookup_cache_free(cache);
 }
 
@@ -497,6 +540,8 @@ int main(void)
 		cmocka_unit_test(test_get_on_an_empty_cache_misses),
 		cmocka_unit_test(test_put_then_get_hits_and_copies_the_path),
 		cmocka_unit_test(test_put_keeps_its_own_copy_of_the_path),
+		cmocka_unit_test(test_a_tagged_entry_gives_back_the_path_and_the_document_etag),
+		cmocka_unit_test(test_a_negative_entry_keeps_no_etag_and_an_overlong_one_is_not_kept),
 		cmocka_unit_test(test_distinct_mids_keep_their_own_paths),
 		cmocka_unit_test(test_negative_entry_answers_negative),
 		cmocka_unit_test(test_negative_ttl_zero_keeps_no_negative_entry),
