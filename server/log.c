@@ -4,6 +4,7 @@
  */
 #include "log.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -12,7 +13,8 @@
 
 #define LOG_LINE_MAX 2048
 
-static volatile enum log_level minimum_level = LOG_LEVEL_INFO;
+/* Set by main (at start and on SIGHUP) while every thread reads it. */
+static _Atomic enum log_level minimum_level = LOG_LEVEL_INFO;
 
 static const char *const level_names[] = {
 	[LOG_LEVEL_DEBUG] = "debug",
@@ -23,12 +25,12 @@ static const char *const level_names[] = {
 
 void log_set_level(enum log_level level)
 {
-	minimum_level = level;
+	atomic_store_explicit(&minimum_level, level, memory_order_relaxed);
 }
 
 int log_enabled(enum log_level level)
 {
-	return level >= minimum_level;
+	return level >= atomic_load_explicit(&minimum_level, memory_order_relaxed);
 }
 
 int log_level_parse(const char *name, enum log_level *out)

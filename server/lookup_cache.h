@@ -33,6 +33,13 @@ enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char
 /* Remembers mid -> path (path NULL: no such document) until its TTL passes. */
 void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path);
 
+/*
+ * New TTLs (a reload), from any thread: they count from each entry's put, so
+ * they apply to the entries already kept too. ttl_seconds 0 disables the cache.
+ */
+void lookup_cache_set_ttl(struct lookup_cache *cache, unsigned ttl_seconds,
+			  unsigned negative_ttl_seconds);
+
 /* Sums over the shards. */
 struct cache_stats lookup_cache_stats(struct lookup_cache *cache);
 

@@ -3,7 +3,8 @@
  * configuration (options, config file, media roots, access log, listen
  * address, MongoDB URI) is found here and reported in one line with exit
  * status 2, before a single connection is accepted. SIGINT and SIGTERM stop
- * accepting, let responses in flight finish (bounded), and exit 0.
+ * accepting, let responses in flight finish (bounded), and exit 0. SIGHUP
+ * re-reads the config file (reload.c).
  */
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -24,7 +25,9 @@
 #include "log.h"
 #include "lookup.h"
 #include "media.h"
+#include "reload.h"
 #include "service.h"
+#include "settings.h"
 #include "worker.h"
 
 #ifndef MUSICD_VERSION
@@ -66,12 +69,13 @@ static unsigned cpu_count(void)
 	return count > 0 ? (unsigned)count : 1;
 }
 
-/* Blocks the stop signals in every thread created from here on; main waits for them. */
+/* Blocks the signals main waits for (stop, reload) in every thread created from here on. */
 static void block_stop_signals(sigset_t *stop_signals)
 {
 	sigemptyset(stop_signals);
 	sigaddset(stop_signals, SIGINT);
 	sigaddset(stop_signals, SIGTERM);
+	sigaddset(stop_signals, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, stop_signals, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
@@ -193,7 +197,7 @@ static void stop_workers(struct worker *workers, unsigned count, struct lookup_p
 }
 
 static int serve(const struct config *config, struct service *service, const sigset_t *stop_signals,
-		 unsigned long long descriptor_limit)
+		 unsigned long long descriptor_limit, struct reload *reload)
 {
 	char error[CONFIG_ERROR_MAX];
 	int listen_fds[CONFIG_MAX_WORKERS];
@@ -235,7 +239,16 @@ static int serve(const struct config *config, struct service *service, const sig
 	log_info("files are delivered by %s", service->delivery->name);
 
 	int signal_number = 0;
-	sigwait(stop_signals, &signal_number);
+	for (int waiting = 1; waiting;) {
+		sigwait(stop_signals, &signal_number);
+		switch (signal_number) {
+		case SIGHUP:
+			reload_run(reload, service);
+			break;
+		default:
+			waiting = 0;
+		}
+	}
 	log_info("%s: stopping; letting responses in flight finish", strsignal(signal_number));
 	status = 0;
 
@@ -256,6 +269,7 @@ int main(int argc, char **argv)
 {
 	struct config config;
 	struct service service = {.config = &config};
+	struct reload reload = {0};
 	enum config_action action;
 	char error[CONFIG_ERROR_MAX];
 	sigset_t stop_signals;
@@ -278,6 +292,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level(config.log_level);
+	/* The settings as given, before the worker count and connection cap are settled. */
+	if (reload_init(&reload, argc, argv, &config) < 0) {
+		status = fail("out of memory");
+		goto out;
+	}
 	unsigned long long descriptor_limit = raise_descriptor_limit();
 	if (plan_descriptors(&config, descriptor_limit, error, sizeof(error)) < 0) {
 		status = fail(error);
@@ -301,16 +320,18 @@ int main(int argc, char **argv)
 		}
 		goto out_roots;
 	}
-	if (config.access_log != NULL &&
-	    (service.access_log = access_log_open(config.access_log, error, sizeof(error))) == NULL) {
+	/* The first settings snapshot opens the access log. */
+	struct settings *initial = settings_new(&config, NULL, error, sizeof(error));
+	if (initial == NULL) {
 		status = fail(error);
+		goto out_roots;
+	}
+	if ((service.settings = settings_board_new(initial, config.workers)) == NULL) {
+		status = fail("out of memory for the settings");
 		goto out_roots;
 	}
 
 	service.delivery = delivery_for(&config);
-	for (size_t i = 0; i < config.trusted_proxy_count; i++)
-		cidr_parse(config.trusted_proxies[i], &service.trusted_proxies[i]); /* validated */
-	service.trusted_proxy_count = config.trusted_proxy_count;
 	/* Before any thread starts (the open-file cache's lease thread is the first). */
 	block_stop_signals(&stop_signals);
 	service.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
@@ -326,17 +347,18 @@ int main(int argc, char **argv)
 	mongoc_init();
 	evthread_use_pthreads();
 
-	status = serve(&config, &service, &stop_signals, descriptor_limit);
+	status = serve(&config, &service, &stop_signals, descriptor_limit, &reload);
 
 	mongoc_cleanup();
 out_caches:
 	file_cache_free(service.file_cache);
 	lookup_cache_free(service.lookup_cache);
 	libevent_global_shutdown();
-	access_log_close(service.access_log);
 out_roots:
+	settings_board_free(service.settings);
 	media_roots_free(&service.media_roots);
 out:
+	reload_free(&reload);
 	config_free(&config);
 	return status;
 }

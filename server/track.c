@@ -22,7 +22,9 @@
 static void serve_path(struct exchange *exchange, const struct service *service, const char *mid,
 		       const char *path)
 {
-	struct file_cache_entry *entry = file_cache_get(service->file_cache, path);
+	const struct settings *settings = exchange_snapshot(exchange);
+	struct file_cache_entry *entry =
+		file_cache_get(service->file_cache, path, settings->generation);
 	if (entry == NULL) {
 		struct media_file file;
 		int error_number;
@@ -34,8 +36,8 @@ static void serve_path(struct exchange *exchange, const struct service *service,
 			response_send_error(exchange, 404);
 			return;
 		}
-		entry = file_cache_insert(service->file_cache, path, &file,
-					  exchange_config(exchange)->cache_control);
+		entry = file_cache_insert(service->file_cache, path, &file, settings->generation,
+					  settings->config.cache_control);
 		if (entry == NULL) {
 			log_error("mid=%s: out of memory opening the file", mid);
 			response_send_error(exchange, 500);
