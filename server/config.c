@@ -80,7 +80,8 @@ struct option_spec {
  */
 static const struct option_spec options[] = {
 	{"config", "FILE", .kind = OPTION_FILE_ONLY_ON_COMMAND_LINE, .offset = FIELD(config_file),
-	 .help = "read settings from FILE (name = value lines); flags override it"},
+	 .help = "read settings from FILE (name = value lines; SIGHUP re-reads it); flags "
+		 "override it"},
 	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN, .help = "address and port to serve on",
 	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_PORT)},
 	{"mongodb-uri", "URI", STRING(mongodb_uri), .help = "MongoDB connection string",

@@ -34,7 +34,7 @@ static void log_unref(struct settings_log *log)
 	free(log);
 }
 
-static int same_target(const char *a, const char *b)
+static int same_text(const char *a, const char *b)
 {
 	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
@@ -43,7 +43,7 @@ static int same_target(const char *a, const char *b)
 static struct settings_log *log_for(const struct config *config, const struct settings *previous,
 				    char *error, size_t error_size)
 {
-	if (previous != NULL && same_target(previous->config.access_log, config->access_log))
+	if (previous != NULL && same_text(previous->config.access_log, config->access_log))
 		return log_ref(previous->log);
 	struct settings_log *log = calloc(1, sizeof(*log));
 	if (log == NULL) {
@@ -80,6 +80,10 @@ struct settings *settings_new(const struct config *config, const struct settings
 		goto fail;
 	settings->access_log = settings->log->log;
 	settings->generation = previous ? previous->generation + 1 : 1;
+	settings->file_lines_generation =
+		previous != NULL && same_text(previous->config.cache_control, config->cache_control)
+			? previous->file_lines_generation
+			: settings->generation;
 	atomic_init(&settings->refs, 1);
 	return settings;
 fail:

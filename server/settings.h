@@ -34,6 +34,13 @@ struct settings_log; /* an access log shared by the snapshots that name the same
 struct settings {
 	atomic_uint refs;
 	uint64_t generation;
+	/*
+	 * What per-file values precomputed from these settings (the open-file
+	 * cache's header lines, with Cache-Control) are keyed by: the generation of
+	 * the oldest snapshot since which cache-control is unchanged, so a reload
+	 * of other settings leaves cached files as they are.
+	 */
+	uint64_t file_lines_generation;
 	struct config config; /* owned copy */
 	struct cidr trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES];
 	size_t trusted_proxy_count;

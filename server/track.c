@@ -24,7 +24,7 @@ static void serve_path(struct exchange *exchange, const struct service *service,
 {
 	const struct settings *settings = exchange_snapshot(exchange);
 	struct file_cache_entry *entry =
-		file_cache_get(service->file_cache, path, settings->generation);
+		file_cache_get(service->file_cache, path, settings->file_lines_generation);
 	if (entry == NULL) {
 		struct media_file file;
 		int error_number;
@@ -36,7 +36,8 @@ static void serve_path(struct exchange *exchange, const struct service *service,
 			response_send_error(exchange, 404);
 			return;
 		}
-		entry = file_cache_insert(service->file_cache, path, &file, settings->generation,
+		entry = file_cache_insert(service->file_cache, path, &file,
+					  settings->file_lines_generation,
 					  settings->config.cache_control);
 		if (entry == NULL) {
 			log_error("mid=%s: out of memory opening the file", mid);

@@ -142,6 +142,30 @@ def test_cache_control_of_a_file_already_in_the_open_file_cache_changes(musicd, 
     assert r.get(track).header("Cache-Control") is None
 
 
+def open_file_cache_counts(server):
+    """(hits, misses) of the open-file cache from the shutdown log (after server.stop())."""
+    match = re.search(r"open-file cache: (\d+) hits, (\d+) misses", server.stderr_text())
+    assert match, server.stderr_text()
+    return int(match[1]), int(match[2])
+
+
+def test_a_reload_of_other_settings_leaves_cached_files_cached(musicd, mongo, db, library,
+                                                                tmp_path):
+    track = library.add(library.media.short, "hot.mp3")
+    r = start(musicd, mongo, db, library, tmp_path, lookup_cache_ttl="3600")
+    assert r.get(track).status == 200          # a miss: opened and cached
+    r.write(log_level="debug", max_ranges="4")
+    r.hup()
+    for _ in range(2):                         # hits: Cache-Control is unchanged
+        got = r.get(track)
+        assert got.status == 200 and got.header("Cache-Control") == "public, max-age=111"
+    r.write(cache_control="no-cache")
+    r.hup()
+    assert r.get(track).header("Cache-Control") == "no-cache"  # a miss: its lines were stale
+    assert r.server.stop() == 0
+    assert open_file_cache_counts(r.server) == (2, 2)
+
+
 def test_error_cache_control_changes(musicd, mongo, db, library, tmp_path):
     r = start(musicd, mongo, db, library, tmp_path)
     missing = f"/musicdb/{ObjectId()}/gone.mp3"
@@ -415,3 +439,47 @@ def test_many_sighups_under_load_fail_no_request(musicd, mongo, db, library, tmp
     # The last reload's value is what a new request gets.
     assert r.get(tracks[0]).header("Cache-Control") == values[LOAD_RELOADS % 2]
     assert r.server.running
+
+
+# -- the documentation says what the option table says -----------------------------------------
+
+# The option table's live marks (tests/unit/test_reload_plan.c pins the table to this list).
+LIVE = {"lookup-cache-ttl", "lookup-cache-negative-ttl", "open-file-cache-valid",
+        "open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",
+        "trusted-proxy", "access-log", "log-level"}
+CONF_SETTING = re.compile(r"^#?([a-z][a-z0-9-]*)\s*=")
+
+
+def conf_restart_marks(text):
+    """{setting: marked [restart]} from config/musicd.conf: a setting's mark is in the comment
+    lines right above it; a setting right after another shares that one's comment."""
+    marks, comment, previous = {}, [], None
+    for line in text.splitlines():
+        match = CONF_SETTING.match(line)
+        if match:
+            marked = any("[restart]" in c for c in comment) if comment else marks.get(previous,
+                                                                                     False)
+            marks[match[1]] = marked
+            previous, comment = match[1], []
+        elif line.startswith("#"):
+            comment.append(line)
+        else:
+            comment, previous = [], None
+    return marks
+
+
+def test_musicd_conf_marks_exactly_the_restart_only_settings():
+    from support import REPO
+    marks = conf_restart_marks((REPO / "config" / "musicd.conf").read_text())
+    assert len(marks) > 20
+    wrong = {name: marked for name, marked in marks.items() if marked == (name in LIVE)}
+    assert not wrong, f"marked [restart] wrongly (True) or not marked (False): {wrong}"
+
+
+def test_readme_lists_the_live_settings():
+    from support import REPO
+    text = (REPO / "README.md").read_text()
+    section = text.split("\n### Reloading settings\n", 1)[1].split("\n## ", 1)[0]
+    live_item = section.split("- **Live**:", 1)[1].split("\n- ", 1)[0]
+    named = set(re.findall(r"`([a-z][a-z0-9-]*)`", live_item))
+    assert named == LIVE

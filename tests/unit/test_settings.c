@@ -74,6 +74,24 @@ static void test_a_snapshot_copies_its_settings_and_counts_generations(void **st
 	settings_unref(second);
 }
 
+static void test_file_lines_stay_keyed_until_cache_control_changes(void **state)
+{
+	(void)state;
+	struct settings *first = snapshot("public", "off", NULL);
+	assert_int_equal(first->file_lines_generation, 1);
+	struct settings *same = snapshot("public", "off", first); /* another setting changed */
+	assert_int_equal(same->generation, 2);
+	assert_int_equal(same->file_lines_generation, 1);
+	struct settings *changed = snapshot("private", "off", same);
+	assert_int_equal(changed->file_lines_generation, 3);
+	struct settings *back = snapshot("public", "off", changed);
+	assert_int_equal(back->file_lines_generation, 4); /* what generation 1 made is stale */
+	settings_unref(first);
+	settings_unref(same);
+	settings_unref(changed);
+	settings_unref(back);
+}
+
 static void test_the_same_access_log_target_is_shared_a_new_one_opened(void **state)
 {
 	(void)state;
@@ -206,6 +224,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_snapshot_copies_its_settings_and_counts_generations),
+		cmocka_unit_test(test_file_lines_stay_keyed_until_cache_control_changes),
 		cmocka_unit_test(test_the_same_access_log_target_is_shared_a_new_one_opened),
 		cmocka_unit_test(test_an_access_log_that_cannot_be_opened_gives_no_snapshot),
 		cmocka_unit_test(test_a_slot_adopts_the_published_snapshot_at_its_next_look),
