@@ -26,6 +26,7 @@ TIMEOUT = scaled(10)
 RELOADED = "SIGHUP: settings reloaded"
 UNCHANGED = "settings unchanged"
 LOAD_RELOADS = 20          # SIGHUPs sent while clients run
+LOAD_BURST = 10            # SIGHUPs sent back to back after those
 LOAD_CLIENTS = 3           # keep-alive clients, each on its own connection
 LOAD_LIMIT_SECONDS = 120   # the whole load test, however slow the machine
 
@@ -302,6 +303,31 @@ def test_a_keepalive_connection_and_a_download_in_flight_survive_a_reload(musicd
         download.close()
 
 
+def test_a_request_waiting_on_its_lookup_keeps_the_settings_it_started_with(musicd, mongo, db,
+                                                                           library, tmp_path,
+                                                                           db_proxy):
+    track = library.add(library.media.short, "slow.mp3")
+    r = start(musicd, mongo, db, library, tmp_path, mongodb_uri=db_proxy.uri,
+              lookup_timeout="8000")
+    assert r.get("/healthz").status == 200  # the pool connected before the database slows
+    db_proxy.proxy.delay_to_client = 1.5
+    answers = []
+    waiting = threading.Thread(target=lambda: answers.append(r.get(track)), daemon=True)
+    waiting.start()
+    wait_until(lambda: len(r.server.client_sockets()) == 1, TIMEOUT,
+               message="the request to arrive")
+    time.sleep(0.2)  # its head read: the lookup is on its way
+    r.write(cache_control="private, max-age=7")
+    r.hup()
+    assert not answers, "the lookup answered before the reload: the proxy's delay is too short"
+    waiting.join(TIMEOUT)
+    assert answers and answers[0].status == 200 and answers[0].body == track.data
+    assert answers[0].header("Cache-Control") == "public, max-age=111"
+    db_proxy.proxy.delay_to_client = 0
+    after = r.get(track)
+    assert after.status == 200 and after.header("Cache-Control") == "private, max-age=7"
+
+
 # -- restart-only settings, failures, no file -----------------------------------------------
 
 def test_restart_only_changes_are_named_in_one_warning_and_kept(musicd, mongo, db, library,
@@ -430,6 +456,11 @@ def test_many_sighups_under_load_fail_no_request(musicd, mongo, db, library, tmp
             r.write(cache_control=values[i % 2])
             r.hup()
             assert not problems, problems
+        # A burst, the file unchanged: signals that coalesce, offers replaced before adopted.
+        for _ in range(LOAD_BURST):
+            r.server.send_signal(signal.SIGHUP)
+            time.sleep(0.002)
+        r.hup()
     finally:
         stop.set()
         for t in threads:
