@@ -50,6 +50,13 @@ struct option_spec {
 	 * --help and the documentation say instead of default_value; NULL otherwise.
 	 */
 	const char *default_note;
+	/*
+	 * On SIGHUP (reload.c), true: a new value applies to requests that start after
+	 * the reload; false (what an unmarked option gets, the safe side): the setting is
+	 * fixed at start-up and a changed value is named in the reload's warning and left
+	 * as it was.
+	 */
+	bool live;
 };
 
 #define TEXT_OF(x) #x
@@ -62,6 +69,8 @@ struct option_spec {
 #define LIST(items, count, capacity)                                                              \
 	.kind = OPTION_LIST, .offset = FIELD(items), .count_offset = FIELD(count), .maximum = capacity
 
+#define LIVE .live = true
+
 #define DEFAULT_MONGODB_URI "mongodb://127.0.0.1:27017"
 
 /*
@@ -71,7 +80,8 @@ struct option_spec {
  */
 static const struct option_spec options[] = {
 	{"config", "FILE", .kind = OPTION_FILE_ONLY_ON_COMMAND_LINE, .offset = FIELD(config_file),
-	 .help = "read settings from FILE (name = value lines); flags override it"},
+	 .help = "read settings from FILE (name = value lines; SIGHUP re-reads it); flags "
+		 "override it"},
 	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN, .help = "address and port to serve on",
 	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_PORT)},
 	{"mongodb-uri", "URI", STRING(mongodb_uri), .help = "MongoDB connection string",
@@ -103,25 +113,25 @@ static const struct option_spec options[] = {
 	 .default_value = "10000"},
 	{"lookup-cache-ttl", "SECONDS", NUMBER(lookup_cache_ttl, 0, 86400),
 	 .help = "how long a found path is reused without asking the database",
-	 .default_value = "30"},
+	 .default_value = "30", LIVE},
 	{"lookup-cache-negative-ttl", "SECONDS", NUMBER(lookup_cache_negative_ttl, 0, 86400),
-	 .help = "how long \"no such document\" is remembered", .default_value = "5"},
+	 .help = "how long \"no such document\" is remembered", .default_value = "5", LIVE},
 	{"open-file-cache-entries", "N", NUMBER(open_file_cache_entries, 0, 1000000),
 	 .help = "files kept open between requests; 0 disables the cache",
 	 .default_value = "1000"},
 	{"open-file-cache-valid", "SECONDS", NUMBER(open_file_cache_valid, 0, 86400),
-	 .help = "how often a cached file is checked against the disk", .default_value = "5"},
+	 .help = "how often a cached file is checked against the disk", .default_value = "5", LIVE},
 	{"open-file-cache-inactive", "SECONDS", NUMBER(open_file_cache_inactive, 1, 86400),
-	 .help = "how long an unused cached file stays open", .default_value = "60"},
+	 .help = "how long an unused cached file stays open", .default_value = "60", LIVE},
 	{"cache-control", "VALUE|off", STRING_OR_OFF(cache_control),
 	 .help = "Cache-Control of 200, 206 and 304 answers",
-	 .default_value = "public, max-age=86400"},
+	 .default_value = "public, max-age=86400", LIVE},
 	{"error-cache-control", "VALUE|off", STRING_OR_OFF(error_cache_control),
 	 .help = "Cache-Control of error answers, so caches do not keep an outage",
-	 .default_value = "no-store"},
+	 .default_value = "no-store", LIVE},
 	{"max-ranges", "N", NUMBER(max_ranges, 1, RANGE_MAX_PARTS_LIMIT),
 	 .help = "ranges one request may ask for before it gets the whole file",
-	 .default_value = NUMBER_TEXT(RANGE_DEFAULT_MAX_PARTS)},
+	 .default_value = NUMBER_TEXT(RANGE_DEFAULT_MAX_PARTS), LIVE},
 	{"x-accel-redirect", "PREFIX",
 	 LIST(x_accel_redirects, x_accel_redirect_count, CONFIG_MAX_MEDIA_ROOTS),
 	 .help = "offload to nginx: answer X-Accel-Redirect: PREFIX<path in root>; one per media "
@@ -131,7 +141,7 @@ static const struct option_spec options[] = {
 	 .default_value = "off"},
 	{"trusted-proxy", "CIDR",
 	 LIST(trusted_proxies, trusted_proxy_count, CONFIG_MAX_TRUSTED_PROXIES),
-	 .help = "peer whose X-Forwarded-For names the client in the access log; repeatable"},
+	 .help = "peer whose X-Forwarded-For names the client in the access log; repeatable", LIVE},
 	{"max-connections", "N", NUMBER(max_connections, 1, CONFIG_MAX_CONNECTIONS),
 	 .help = "connections open at once; beyond it new ones are closed at once",
 	 .default_note = "what the descriptor limit leaves room for"},
@@ -149,12 +159,12 @@ static const struct option_spec options[] = {
 	 .default_value = "60"},
 	{"access-log", "FILE|-|off", STRING_OR_OFF(access_log),
 	 .help = "combined-format access log: a file, - for stdout, or off",
-	 .default_value = "off"},
+	 .default_value = "off", LIVE},
 	{"error-log", "FILE|stderr", STRING(error_log),
 	 .help = "diagnostics: a file (reopened on SIGUSR1, as the access log), or stderr",
 	 .default_value = LOG_TARGET_STDERR},
 	{"log-level", "LEVEL", .kind = OPTION_LOG_LEVEL, .help = "debug, info, warn or error",
-	 .default_value = "info"},
+	 .default_value = "info", LIVE},
 	{"user", "USER[:GROUP]", STRING(user),
 	 .help = "once the listeners are bound and the logs open, run as USER (its groups, or "
 		 "GROUP); for a musicd started as root"},
@@ -725,4 +735,148 @@ void config_print_usage(const char *program)
 	       "check the configuration (options, config file, media roots, database URI, logs, "
 	       "--user) without serving or touching the database, and exit (also -t)");
 	printf("  %-36s %s\n", "--version", "print the version and exit");
+}
+
+/* --- The settings one by one: what reload.c compares and carries over --- */
+
+_Static_assert(OPTION_COUNT <= CONFIG_OPTION_MAX, "raise CONFIG_OPTION_MAX");
+
+size_t config_option_count(void)
+{
+	return OPTION_COUNT;
+}
+
+const char *config_option_name(size_t index)
+{
+	return options[index].name;
+}
+
+bool config_option_live(size_t index)
+{
+	return options[index].live;
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+bool config_option_equal(size_t index, const struct config *a, const struct config *b)
+{
+	const struct option_spec *option = &options[index];
+	const char *base_a = (const char *)a, *base_b = (const char *)b;
+	switch (option->kind) {
+	case OPTION_STRING:
+	case OPTION_STRING_OR_OFF:
+	case OPTION_FILE_ONLY_ON_COMMAND_LINE:
+		return same_text(*(char *const *)(base_a + option->offset),
+				 *(char *const *)(base_b + option->offset));
+	case OPTION_UNSIGNED:
+		return *(const unsigned *)(base_a + option->offset) ==
+		       *(const unsigned *)(base_b + option->offset);
+	case OPTION_SWITCH:
+		return *(const int *)(base_a + option->offset) ==
+		       *(const int *)(base_b + option->offset);
+	case OPTION_LOG_LEVEL:
+		return a->log_level == b->log_level;
+	case OPTION_LISTEN:
+		return a->listen_port == b->listen_port && same_text(a->listen_host, b->listen_host);
+	case OPTION_LIST: {
+		size_t count = *(const size_t *)(base_a + option->count_offset);
+		if (count != *(const size_t *)(base_b + option->count_offset))
+			return false;
+		char *const *items_a = (char *const *)(base_a + option->offset);
+		char *const *items_b = (char *const *)(base_b + option->offset);
+		for (size_t i = 0; i < count; i++) {
+			if (!same_text(items_a[i], items_b[i]))
+				return false;
+		}
+		return true;
+	}
+	}
+	return false;
+}
+
+/* Replaces *field with a copy of value (NULL stays NULL); -1 if out of memory (field unchanged). */
+static int copy_text(char **field, const char *value)
+{
+	if (value == NULL) {
+		free(*field);
+		*field = NULL;
+		return 0;
+	}
+	return replace_string(field, value);
+}
+
+/* Gives dst src's value of one setting; -1 if out of memory. */
+static int copy_option(const struct option_spec *option, struct config *dst,
+		       const struct config *src)
+{
+	char *base_dst = (char *)dst;
+	const char *base_src = (const char *)src;
+	switch (option->kind) {
+	case OPTION_STRING:
+	case OPTION_STRING_OR_OFF:
+	case OPTION_FILE_ONLY_ON_COMMAND_LINE:
+		return copy_text((char **)(base_dst + option->offset),
+				 *(char *const *)(base_src + option->offset));
+	case OPTION_UNSIGNED:
+		*(unsigned *)(base_dst + option->offset) =
+			*(const unsigned *)(base_src + option->offset);
+		return 0;
+	case OPTION_SWITCH:
+		*(int *)(base_dst + option->offset) = *(const int *)(base_src + option->offset);
+		return 0;
+	case OPTION_LOG_LEVEL:
+		dst->log_level = src->log_level;
+		return 0;
+	case OPTION_LISTEN:
+		dst->listen_port = src->listen_port;
+		return copy_text(&dst->listen_host, src->listen_host);
+	case OPTION_LIST: {
+		clear_list(dst, option);
+		char **items = (char **)(base_dst + option->offset);
+		char *const *given = (char *const *)(base_src + option->offset);
+		size_t *count = (size_t *)(base_dst + option->count_offset);
+		size_t wanted = *(const size_t *)(base_src + option->count_offset);
+		for (; *count < wanted; (*count)++) {
+			if ((items[*count] = strdup(given[*count])) == NULL)
+				return -1;
+		}
+		return 0;
+	}
+	}
+	return -1;
+}
+
+int config_copy(struct config *dst, const struct config *src)
+{
+	/* Every value at once, then each owned string replaced by a copy of its own. */
+	*dst = *src;
+	dst->listen_host = NULL;
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		const struct option_spec *option = &options[i];
+		char *base = (char *)dst;
+		if (option->kind == OPTION_LIST)
+			*(size_t *)(base + option->count_offset) = 0;
+		else if (option->kind == OPTION_STRING || option->kind == OPTION_STRING_OR_OFF ||
+			 option->kind == OPTION_FILE_ONLY_ON_COMMAND_LINE)
+			*(char **)(base + option->offset) = NULL;
+	}
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		if (copy_option(&options[i], dst, src) < 0) {
+			config_free(dst);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int config_copy_live(struct config *dst, const struct config *src)
+{
+	for (size_t i = 0; i < OPTION_COUNT; i++) {
+		if (options[i].live && copy_option(&options[i], dst, src) < 0)
+			return -1;
+	}
+	return 0;
 }

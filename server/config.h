@@ -1,11 +1,13 @@
 /*
  * config: every setting of musicd in one struct, built once at start-up from
  * defaults < MONGODB_URI < the --config file < command-line flags, validated,
- * then read-only for the life of the process.
+ * then read-only. A SIGHUP (reload.c) builds a new one the same way and keeps
+ * the running values of the settings the option table does not mark live.
  */
 #ifndef MUSICD_CONFIG_H
 #define MUSICD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +31,8 @@
  * settings always fits; such values may not hold control characters either.
  */
 #define CONFIG_HEADER_VALUE_MAX 1024
+/* The most settings the option table may hold (what a list of their names is sized by). */
+#define CONFIG_OPTION_MAX 128
 
 /* Owned strings are malloc'd and released by config_free. */
 struct config {
@@ -121,6 +125,23 @@ int config_validate(const struct config *config, char *error, size_t error_size)
  */
 int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
 		enum config_action *action, char *error, size_t error_size);
+
+/* The settings of the option table, by index from 0 to config_option_count() - 1. */
+size_t config_option_count(void);
+/* Its name, as a flag without dashes ("cache-control"). */
+const char *config_option_name(size_t index);
+/*
+ * True when a SIGHUP applies a new value of the setting to the requests that
+ * start after it; false when the setting holds until a restart.
+ */
+bool config_option_live(size_t index);
+/* True when the setting has the same value in a and b. */
+bool config_option_equal(size_t index, const struct config *a, const struct config *b);
+
+/* dst (not initialised) becomes a copy of src owning its own strings; -1 if out of memory. */
+int config_copy(struct config *dst, const struct config *src);
+/* Gives dst (initialised) src's value of every live setting; -1 if out of memory. */
+int config_copy_live(struct config *dst, const struct config *src);
 
 /* The --help text: every option with its default from the option table. */
 void config_print_usage(const char *program);

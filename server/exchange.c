@@ -99,7 +99,7 @@ struct exchange {
 	struct exchange_server *server;
 	struct connection *connection; /* NULL once the request side ended */
 	struct evhttp_request *req;    /* NULL once evhttp freed it */
-	const struct config *config;
+	struct settings *snapshot;     /* one reference, from the start to the release */
 	struct timespec started;
 	time_t started_wall;
 	int status;	      /* 0 until a response is under way */
@@ -338,7 +338,9 @@ static void discard_input_and_close(struct connection *connection)
 static void on_head_timeout(struct connection *connection)
 {
 	static const char body[] = "408 Request Timeout\n";
-	const struct config *config = connection->server->settings->config;
+	/* On the worker's thread: the slot's snapshot stays until its next request. */
+	const struct config *config =
+		&settings_slot_current(connection->server->settings->snapshots)->config;
 	struct head head = {
 		.http_minor = 1,
 		.status = 408,
@@ -526,9 +528,14 @@ const char *exchange_header(const struct exchange *exchange, const char *name)
 	return evhttp_find_header(evhttp_request_get_input_headers(exchange->req), name);
 }
 
+const struct settings *exchange_snapshot(const struct exchange *exchange)
+{
+	return exchange->snapshot;
+}
+
 const struct config *exchange_config(const struct exchange *exchange)
 {
-	return exchange->config;
+	return &exchange->snapshot->config;
 }
 
 int exchange_is_refused(const struct exchange *exchange)
@@ -609,7 +616,7 @@ static size_t forwarded_for_lines(struct evhttp_request *req, const char **lines
 static void log_access(struct exchange *exchange, struct evhttp_connection *evcon, int status,
 		       uint64_t body_bytes)
 {
-	const struct exchange_settings *settings = exchange->server->settings;
+	const struct settings *settings = exchange->snapshot;
 	struct evhttp_request *req = exchange->req;
 	if (settings->access_log == NULL || req == NULL)
 		return;
@@ -721,7 +728,7 @@ static void on_evhttp_request(struct evhttp_request *req, void *arg)
 	exchange->server = server;
 	exchange->connection = connection;
 	exchange->req = req;
-	exchange->config = server->settings->config;
+	exchange->snapshot = settings_ref(settings_slot_current(server->settings->snapshots));
 	exchange->started = clock_now();
 	exchange->started_wall = time(NULL);
 	/* One for the request side (ended by on_complete or the connection going), one for us. */
@@ -764,6 +771,7 @@ static void exchange_release(struct exchange *exchange)
 	if (exchange->delivery != NULL)
 		event_free(exchange->delivery);
 	free(exchange->job.path);
+	settings_unref(exchange->snapshot);
 	struct exchange_server *server = exchange->server;
 	free(exchange);
 	server->live--;
@@ -795,7 +803,7 @@ static void on_client_activity(evutil_socket_t fd, short what, void *arg)
 	}
 	struct evbuffer *input = bufferevent_get_input(connection->bev);
 	size_t held = evbuffer_get_length(input);
-	size_t limit = exchange->config->max_header_size;
+	size_t limit = exchange_config(exchange)->max_header_size;
 	if (held >= limit) {
 		/* Enough kept; a client leaving now is noticed when the answer is written. */
 		event_del(exchange->client_watch);
@@ -869,7 +877,7 @@ static void on_lookup_delivered(evutil_socket_t fd, short what, void *arg)
 int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
 		    exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
 {
-	unsigned timeout_ms = exchange->config->lookup_timeout_ms;
+	unsigned timeout_ms = exchange_config(exchange)->lookup_timeout_ms;
 	struct lookup_job *job = &exchange->job;
 	if (exchange->delivery == NULL) {
 		exchange->delivery =
@@ -1013,7 +1021,8 @@ struct exchange_server *exchange_server_new(struct event_base *base, int listen_
 					    exchange_request_cb on_request, void *arg, char *error,
 					    size_t error_size)
 {
-	const struct config *config = settings->config;
+	/* Only settings a restart changes: before the worker's loop runs, its creator's to read. */
+	const struct config *config = &settings_slot_current(settings->snapshots)->config;
 	struct exchange_server *server = calloc(1, sizeof(*server));
 	if (server == NULL || (server->http = evhttp_new(base)) == NULL ||
 	    (server->accept_resume = evtimer_new(base, on_accept_resume, server)) == NULL) {

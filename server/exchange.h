@@ -36,17 +36,15 @@
 #include "head.h"
 #include "lookup.h"
 #include "proxy_trust.h"
+#include "settings.h"
 
 struct exchange;
 struct exchange_server;
 
 /* What a worker gives its exchange server; everything here outlives it. */
 struct exchange_settings {
-	const struct config *config;	   /* the settings snapshot each request reads */
+	struct settings_slot *snapshots;   /* this worker's: each request takes the newest */
 	struct lookup_pool *lookups;
-	struct access_log *access_log;	   /* NULL when off */
-	const struct cidr *trusted_proxies;
-	size_t trusted_proxy_count;
 	atomic_uint *open_connections;	   /* every worker's connections, for the cap */
 	unsigned max_connections;
 };
@@ -90,7 +88,10 @@ const char *exchange_target(const struct exchange *exchange);
 /* The first value of a request header, or NULL. */
 const char *exchange_header(const struct exchange *exchange, const char *name);
 
-/* The settings snapshot this request was started with. */
+/* The settings snapshot this request was started with (a reload never changes it midway). */
+const struct settings *exchange_snapshot(const struct exchange *exchange);
+
+/* The snapshot's configuration. */
 const struct config *exchange_config(const struct exchange *exchange);
 
 /*

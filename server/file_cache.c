@@ -64,6 +64,8 @@ struct file_cache_entry {
 	char *path;		/* the key: the path as the database has it */
 	char *resolved_path;	/* where it really is; response.resolved_path points here */
 	char *file_lines;	/* response.file_lines points here */
+	char *cache_control;	/* response.cache_control points here; NULL for none */
+	uint64_t generation;	/* of the settings snapshot file_lines were made with */
 	unsigned borrowers;	/* guarded by the shard lock */
 	int in_table;		/* guarded by the shard lock */
 	int64_t validated_at;	/* cache_now_seconds() of the last check against the disk */
@@ -82,7 +84,7 @@ struct file_cache_entry {
 
 struct file_cache {
 	int enabled;
-	unsigned valid_seconds, inactive_seconds;
+	atomic_uint valid_seconds, inactive_seconds; /* a reload may change them */
 	_Atomic size_t entries; /* in every shard */
 	_Atomic size_t leased;	/* entries holding a lease */
 	struct file_lease_watch *leases; /* NULL: no leases, every hit does an fstat */
@@ -96,8 +98,8 @@ struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
 	if (cache == NULL)
 		return NULL;
 	cache->enabled = max_entries > 0;
-	cache->valid_seconds = valid_seconds;
-	cache->inactive_seconds = inactive_seconds;
+	atomic_init(&cache->valid_seconds, valid_seconds);
+	atomic_init(&cache->inactive_seconds, inactive_seconds);
 	if (lru_shards_init(cache->shards, FILE_CACHE_SHARDS, max_entries, &cache->entries) < 0) {
 		file_cache_free(cache);
 		return NULL;
@@ -112,6 +114,7 @@ static void free_entry(struct file_cache_entry *entry)
 	if (entry->response.segment != NULL)
 		evbuffer_file_segment_free(entry->response.segment);
 	free(entry->file_lines);
+	free(entry->cache_control);
 	free(entry->resolved_path);
 	free(entry->path);
 	free(entry);
@@ -215,7 +218,8 @@ static struct lru_shard *shard_for(struct file_cache *cache, uint64_t hash)
 	return lru_shard_for(cache->shards, FILE_CACHE_SHARDS, hash);
 }
 
-struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path)
+struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path,
+				       uint64_t generation)
 {
 	if (!cache->enabled)
 		return NULL;
@@ -223,6 +227,7 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 	struct lru_shard *shard = shard_for(cache, hash);
 	struct file_cache_entry *found = NULL;
 	int64_t now = cache_now_seconds();
+	unsigned valid_seconds = atomic_load_explicit(&cache->valid_seconds, memory_order_relaxed);
 
 	pthread_mutex_lock(&shard->lock);
 	struct lru_node *node = lru_find(&shard->table, path, hash);
@@ -232,10 +237,14 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 		 * Under the lock, and cheap: the lease's flag (or, without a lease, an
 		 * fstat) per hit, a stat of the path once per interval.
 		 */
-		int path_due = now - entry->validated_at >= (int64_t)cache->valid_seconds;
-		int rewritten = entry->leased ? atomic_load(&entry->lease_broken)
-					      : !descriptor_unchanged(entry);
-		if (rewritten || (path_due && !path_unchanged(entry))) {
+		int path_due = now - entry->validated_at >= (int64_t)valid_seconds;
+		if (entry->generation > generation) {
+			/* A request older than the entry's settings: not its headers; kept for newer ones. */
+		} else if (entry->generation < generation ||
+			   (entry->leased ? atomic_load(&entry->lease_broken)
+					  : !descriptor_unchanged(entry)) ||
+			   (path_due && !path_unchanged(entry))) {
+			/* Stale headers (a reload since) or a changed file: reopened by the caller. */
 			evict(shard, entry);
 			shard->stats.evictions++;
 		} else {
@@ -261,11 +270,13 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 }
 
 static struct file_cache_entry *new_entry(struct file_cache *cache, const char *path,
-					  const struct media_file *file, const char *cache_control)
+					  const struct media_file *file, uint64_t generation,
+					  const char *cache_control)
 {
 	struct file_cache_entry *entry = calloc(1, sizeof(*entry));
 	if (entry == NULL || (entry->path = strdup(path)) == NULL ||
-	    (entry->resolved_path = strdup(file->resolved_path)) == NULL)
+	    (entry->resolved_path = strdup(file->resolved_path)) == NULL ||
+	    (cache_control != NULL && (entry->cache_control = strdup(cache_control)) == NULL))
 		goto fail;
 	entry->response.segment = evbuffer_file_segment_new(file->fd, 0, (ev_off_t)file->size,
 							    EVBUF_FS_CLOSE_ON_FREE);
@@ -284,7 +295,8 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	entry->response.size = file->size;
 	entry->response.mtime = file->mtime.tv_sec;
 	entry->response.content_type = content_type_for_path(file->resolved_path);
-	entry->response.cache_control = cache_control;
+	entry->generation = generation;
+	entry->response.cache_control = entry->cache_control;
 	entry->response.resolved_path = entry->resolved_path;
 	entry->response.root_index = file->root_index;
 	etag_format(entry->response.etag, file->mtime, file->size);
@@ -301,6 +313,7 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 fail:
 	close(file->fd);
 	if (entry != NULL) {
+		free(entry->cache_control);
 		free(entry->resolved_path);
 		free(entry->path);
 	}
@@ -309,10 +322,10 @@ fail:
 }
 
 struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,
-					   const struct media_file *file,
+					   const struct media_file *file, uint64_t generation,
 					   const char *cache_control)
 {
-	struct file_cache_entry *entry = new_entry(cache, path, file, cache_control);
+	struct file_cache_entry *entry = new_entry(cache, path, file, generation, cache_control);
 	if (entry == NULL || !cache->enabled)
 		return entry;
 
@@ -324,9 +337,16 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 	entry->lease_on_first_hit = cache->leases != NULL;
 	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
-	/* When every other shard is busy this instant, the file stays the caller's alone. */
-	entry->in_table = lru_shard_insert_bounded(cache->shards, FILE_CACHE_SHARDS, shard,
-						   &entry->node, evict_node);
+	struct lru_node *cached = lru_find(&shard->table, entry->node.key, entry->node.hash);
+	if (cached != NULL &&
+	    lru_entry(cached, struct file_cache_entry, node)->generation > generation) {
+		/* Made with newer settings than this request's: that one stays; this is the caller's. */
+		entry->in_table = 0;
+	} else {
+		/* When every other shard is busy this instant, the file stays the caller's alone. */
+		entry->in_table = lru_shard_insert_bounded(cache->shards, FILE_CACHE_SHARDS, shard,
+							   &entry->node, evict_node);
+	}
 	if (!entry->in_table)
 		lease_give_up(entry);
 	pthread_mutex_unlock(&shard->lock);
@@ -353,6 +373,8 @@ void file_cache_expire(struct file_cache *cache)
 	if (!cache->enabled)
 		return;
 	int64_t now = cache_now_seconds();
+	unsigned inactive_seconds =
+		atomic_load_explicit(&cache->inactive_seconds, memory_order_relaxed);
 	for (size_t i = 0; i < FILE_CACHE_SHARDS; i++) {
 		struct lru_shard *shard = &cache->shards[i];
 		pthread_mutex_lock(&shard->lock);
@@ -360,7 +382,7 @@ void file_cache_expire(struct file_cache *cache)
 		while ((node = lru_oldest(&shard->table)) != NULL) {
 			struct file_cache_entry *entry =
 				lru_entry(node, struct file_cache_entry, node);
-			if (now - entry->used_at < (int64_t)cache->inactive_seconds)
+			if (now - entry->used_at < (int64_t)inactive_seconds)
 				break;
 			evict(shard, entry);
 			shard->stats.evictions++;
@@ -377,4 +399,11 @@ struct cache_stats file_cache_stats(struct file_cache *cache)
 size_t file_cache_leased(struct file_cache *cache)
 {
 	return cache->leased;
+}
+
+void file_cache_set_intervals(struct file_cache *cache, unsigned valid_seconds,
+			      unsigned inactive_seconds)
+{
+	atomic_store_explicit(&cache->valid_seconds, valid_seconds, memory_order_relaxed);
+	atomic_store_explicit(&cache->inactive_seconds, inactive_seconds, memory_order_relaxed);
 }

@@ -37,18 +37,24 @@ void file_cache_free(struct file_cache *cache);
 /*
  * The entry for path, still valid, with a reference the caller must give
  * back with file_cache_release; NULL on a miss (the caller opens the file).
+ * generation is the request's settings snapshot's: an entry whose headers
+ * were made with an older one is stale (dropped, a miss), and one made with a
+ * newer one is not the request's (a miss, kept).
  */
-struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path);
+struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path,
+				       uint64_t generation);
 
 /*
  * Takes over an opened file (file->fd) for path and returns a referenced
- * entry, cached for later requests (in a full cache, the least recently used
- * entry of its shard, or of another shard, makes room). With the cache
- * disabled the entry is the caller's alone and closed on release. NULL if out
- * of memory (the fd is closed then too).
+ * entry, its header lines made with cache_control (copied) of the settings
+ * snapshot generation, cached for later requests (in a full cache, the least
+ * recently used entry of its shard, or of another shard, makes room). With
+ * the cache disabled, or an entry of a newer generation cached for path, the
+ * entry is the caller's alone and closed on release. NULL if out of memory
+ * (the fd is closed then too).
  */
 struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,
-					   const struct media_file *file,
+					   const struct media_file *file, uint64_t generation,
 					   const char *cache_control);
 
 /* What a response needs; valid while the reference is held. */
@@ -58,6 +64,10 @@ void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry
 
 /* Closes entries unused for the inactive time; call about once a second. */
 void file_cache_expire(struct file_cache *cache);
+
+/* New valid and inactive intervals (a reload), from any thread; they apply to every entry. */
+void file_cache_set_intervals(struct file_cache *cache, unsigned valid_seconds,
+			      unsigned inactive_seconds);
 
 struct cache_stats file_cache_stats(struct file_cache *cache);
 

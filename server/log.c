@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@
 #define LOG_LINE_MAX 2048
 #define LOG_FILE_MODE 0644
 
-static volatile enum log_level minimum_level = LOG_LEVEL_INFO;
+/* Set by main (at start and on SIGHUP) while every thread reads it. */
+static _Atomic enum log_level minimum_level = LOG_LEVEL_INFO;
 /* Where lines go: stderr, or a descriptor of the error log's own (set before any thread starts). */
 static int log_fd = STDERR_FILENO;
 static char *log_path; /* NULL while the log is stderr */
@@ -37,12 +39,12 @@ static const char *const level_names[] = {
 
 void log_set_level(enum log_level level)
 {
-	minimum_level = level;
+	atomic_store_explicit(&minimum_level, level, memory_order_relaxed);
 }
 
 int log_enabled(enum log_level level)
 {
-	return level >= minimum_level;
+	return level >= atomic_load_explicit(&minimum_level, memory_order_relaxed);
 }
 
 int log_level_parse(const char *name, enum log_level *out)

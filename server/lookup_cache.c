@@ -7,6 +7,7 @@
 #include "lookup_cache.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +21,14 @@
 struct lookup_entry {
 	struct lru_node node;
 	char mid[OBJECTID_HEX_LENGTH + 1];
-	char *path;	 /* NULL for a negative entry */
-	char *etag;	 /* the document's ETag; NULL for none (most libraries: no byte spent) */
-	int64_t expires; /* cache_now_seconds() at which it stops counting */
+	char *path;	   /* NULL for a negative entry */
+	char *etag;	   /* the document's ETag; NULL for none (most libraries: no byte spent) */
+	int64_t stored_at; /* cache_now_seconds() of the put; counts for the TTL in force now */
 };
 
 struct lookup_cache {
-	unsigned ttl, negative_ttl;
+	/* Read at each get and put, so a reload's new TTLs apply to entries already kept. */
+	atomic_uint ttl, negative_ttl;
 	int enabled;
 	_Atomic size_t entries; /* in every shard */
 	struct lru_shard shards[LOOKUP_CACHE_SHARDS];
@@ -45,9 +47,9 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 	struct lookup_cache *cache = calloc(1, sizeof(*cache));
 	if (cache == NULL)
 		return NULL;
-	cache->ttl = ttl_seconds;
-	cache->negative_ttl = negative_ttl_seconds;
-	cache->enabled = max_entries > 0 && ttl_seconds > 0;
+	atomic_init(&cache->ttl, ttl_seconds);
+	atomic_init(&cache->negative_ttl, negative_ttl_seconds);
+	cache->enabled = max_entries > 0;
 	if (lru_shards_init(cache->shards, LOOKUP_CACHE_SHARDS, max_entries, &cache->entries) < 0) {
 		lookup_cache_free(cache);
 		return NULL;
@@ -92,7 +94,9 @@ enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, con
 						 char *path_out, size_t path_size,
 						 char etag_out[ETAG_MAX])
 {
-	if (!cache->enabled)
+	unsigned ttl = atomic_load_explicit(&cache->ttl, memory_order_relaxed);
+	unsigned negative_ttl = atomic_load_explicit(&cache->negative_ttl, memory_order_relaxed);
+	if (!cache->enabled || ttl == 0)
 		return LOOKUP_CACHE_MISS;
 	uint64_t hash = lru_hash(mid);
 	struct lru_shard *shard = shard_for(cache, hash);
@@ -102,7 +106,8 @@ enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, con
 	struct lru_node *node = lru_find(&shard->table, mid, hash);
 	if (node != NULL) {
 		struct lookup_entry *entry = lru_entry(node, struct lookup_entry, node);
-		if (entry->expires <= cache_now_seconds()) {
+		int64_t lifetime = entry->path ? ttl : negative_ttl;
+		if (entry->stored_at + lifetime <= cache_now_seconds()) {
 			remove_entry(shard, node);
 		} else if (entry->path == NULL) {
 			result = LOOKUP_CACHE_NEGATIVE;
@@ -132,7 +137,8 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 {
 	if (etag != NULL && strlen(etag) >= ETAG_MAX)
 		return; /* not an ETag etag_from_field or etag_format made: not kept */
-	if (!cache->enabled || (path == NULL && cache->negative_ttl == 0))
+	if (!cache->enabled || atomic_load_explicit(&cache->ttl, memory_order_relaxed) == 0 ||
+	    (path == NULL && atomic_load_explicit(&cache->negative_ttl, memory_order_relaxed) == 0))
 		return;
 	struct lookup_entry *entry = calloc(1, sizeof(*entry));
 	if (entry == NULL)
@@ -146,7 +152,7 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 	snprintf(entry->mid, sizeof(entry->mid), "%s", mid);
 	entry->node.key = entry->mid;
 	entry->node.hash = lru_hash(entry->mid);
-	entry->expires = cache_now_seconds() + (path ? cache->ttl : cache->negative_ttl);
+	entry->stored_at = cache_now_seconds();
 
 	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
@@ -160,4 +166,11 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 struct cache_stats lookup_cache_stats(struct lookup_cache *cache)
 {
 	return lru_shards_stats(cache->shards, LOOKUP_CACHE_SHARDS);
+}
+
+void lookup_cache_set_ttl(struct lookup_cache *cache, unsigned ttl_seconds,
+			  unsigned negative_ttl_seconds)
+{
+	atomic_store_explicit(&cache->ttl, ttl_seconds, memory_order_relaxed);
+	atomic_store_explicit(&cache->negative_ttl, negative_ttl_seconds, memory_order_relaxed);
 }

@@ -43,6 +43,13 @@ enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, con
 						 char *path_out, size_t path_size,
 						 char etag_out[ETAG_MAX]);
 
+/*
+ * New TTLs (a reload), from any thread: they count from each entry's put, so
+ * they apply to the entries already kept too. ttl_seconds 0 disables the cache.
+ */
+void lookup_cache_set_ttl(struct lookup_cache *cache, unsigned ttl_seconds,
+			  unsigned negative_ttl_seconds);
+
 /* Sums over the shards. */
 struct cache_stats lookup_cache_stats(struct lookup_cache *cache);
 

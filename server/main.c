@@ -3,9 +3,9 @@
  * configuration (options, config file, media roots, logs, --user, listen
  * address, MongoDB URI) is found here and reported in one line with exit
  * status 2, before a single connection is accepted. Then the main thread
- * waits for signals: SIGUSR1 reopens the logs; SIGINT and SIGTERM stop
- * accepting, let responses in flight finish (bounded), and exit 0. systemd
- * hears of each step (notify.c).
+ * waits for signals: SIGUSR1 reopens the logs; SIGHUP re-reads the config
+ * file (reload.c); SIGINT and SIGTERM stop accepting, let responses in
+ * flight finish (bounded), and exit 0. systemd hears of each step (notify.c).
  */
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -29,7 +29,9 @@
 #include "media.h"
 #include "notify.h"
 #include "privileges.h"
+#include "reload.h"
 #include "service.h"
+#include "settings.h"
 #include "signal_wait.h"
 #include "worker.h"
 
@@ -79,12 +81,14 @@ static void block_signals(sigset_t *handled)
 	sigaddset(handled, SIGINT);
 	sigaddset(handled, SIGTERM);
 	sigaddset(handled, SIGUSR1);
+	sigaddset(handled, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, handled, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
 /* Handles signals until one asks to stop; returns that one. */
-static int run_until_stopped(const struct service *service, const sigset_t *handled)
+static int run_until_stopped(struct service *service, const sigset_t *handled,
+			     struct reload *reload)
 {
 	struct signal_wait wait;
 	signal_wait_init(&wait, handled, notify_watchdog_interval_ms());
@@ -95,7 +99,12 @@ static int run_until_stopped(const struct service *service, const sigset_t *hand
 			notify_watchdog();
 			break;
 		case SIGUSR1:
-			log_files_reopen(service->access_log);
+			log_files_reopen(settings_board_current(service->settings)->access_log);
+			break;
+		case SIGHUP:
+			notify_reloading();
+			reload_run(reload, service);
+			notify_ready(NULL);
 			break;
 		case SIGINT:
 		case SIGTERM:
@@ -201,7 +210,8 @@ static void stop_workers(struct worker *workers, unsigned count, struct lookup_p
 }
 
 static int serve(const struct config *config, struct service *service, const sigset_t *handled,
-		 const struct privileges *user, unsigned long long descriptor_limit)
+		 const struct privileges *user, unsigned long long descriptor_limit,
+		 struct reload *reload)
 {
 	char error[CONFIG_ERROR_MAX];
 	int listen_fds[CONFIG_MAX_WORKERS];
@@ -263,7 +273,7 @@ static int serve(const struct config *config, struct service *service, const sig
 		 v6 ? "]" : "", config->listen_port);
 	notify_ready(ready);
 
-	int signal_number = run_until_stopped(service, handled);
+	int signal_number = run_until_stopped(service, handled, reload);
 	notify_stopping();
 	log_info("%s: stopping; letting responses in flight finish", strsignal(signal_number));
 	status = 0;
@@ -285,6 +295,7 @@ int main(int argc, char **argv)
 {
 	struct config config;
 	struct service service = {.config = &config};
+	struct reload reload = {0};
 	enum config_action action;
 	char error[CONFIG_ERROR_MAX];
 	sigset_t handled_signals;
@@ -318,6 +329,11 @@ int main(int argc, char **argv)
 		status = fail(error);
 		goto out;
 	}
+	/* The settings as given, before the worker count and connection cap are settled. */
+	if (reload_init(&reload, argc, argv, &config) < 0) {
+		status = fail("out of memory");
+		goto out;
+	}
 	unsigned long long descriptor_limit = raise_descriptor_limit();
 	if (plan_descriptors(&config, descriptor_limit, error, sizeof(error)) < 0) {
 		status = fail(error);
@@ -345,16 +361,18 @@ int main(int argc, char **argv)
 		}
 		goto out_roots;
 	}
-	if (config.access_log != NULL &&
-	    (service.access_log = access_log_open(config.access_log, error, sizeof(error))) == NULL) {
+	/* The first settings snapshot opens the access log. */
+	struct settings *initial = settings_new(&config, NULL, error, sizeof(error));
+	if (initial == NULL) {
 		status = fail(error);
+		goto out_roots;
+	}
+	if ((service.settings = settings_board_new(initial, config.workers)) == NULL) {
+		status = fail("out of memory for the settings");
 		goto out_roots;
 	}
 
 	service.delivery = delivery_for(&config);
-	for (size_t i = 0; i < config.trusted_proxy_count; i++)
-		cidr_parse(config.trusted_proxies[i], &service.trusted_proxies[i]); /* validated */
-	service.trusted_proxy_count = config.trusted_proxy_count;
 	service.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
 						config.lookup_cache_negative_ttl);
 	service.file_cache = file_cache_new(config.open_file_cache_entries,
@@ -370,17 +388,18 @@ int main(int argc, char **argv)
 	notify_init();
 
 	status = serve(&config, &service, &handled_signals, config.user != NULL ? &user : NULL,
-		       descriptor_limit);
+		       descriptor_limit, &reload);
 
 	mongoc_cleanup();
 out_caches:
 	file_cache_free(service.file_cache);
 	lookup_cache_free(service.lookup_cache);
 	libevent_global_shutdown();
-	access_log_close(service.access_log);
 out_roots:
+	settings_board_free(service.settings);
 	media_roots_free(&service.media_roots);
 out:
+	reload_free(&reload);
 	log_close();
 	config_free(&config);
 	return status;

@@ -1,6 +1,9 @@
 /*
  * service: what every worker shares, built once by main before the workers
- * start and read-only (or internally synchronised) afterwards.
+ * start and read-only (or internally synchronised) afterwards. The settings
+ * a request reads come from its snapshot (settings.h, exchange_config);
+ * config here is the process's as it started, read for what only a restart
+ * changes.
  */
 #ifndef MUSICD_SERVICE_H
 #define MUSICD_SERVICE_H
@@ -13,17 +16,16 @@
 #include "lookup.h"
 #include "media.h"
 #include "proxy_trust.h"
+#include "settings.h"
 
 struct service {
-	const struct config *config;
+	const struct config *config;	   /* as started: only its restart-only settings */
+	struct settings_board *settings;   /* the snapshots, one slot per worker (settings.h) */
 	struct media_roots media_roots;
 	struct lookup_pool *lookups;	 /* internally locked */
-	struct access_log *access_log;	 /* NULL when off; lock-free appends */
 	struct lookup_cache *lookup_cache; /* internally locked */
 	struct file_cache *file_cache;	   /* internally locked */
 	const struct delivery *delivery;   /* sendfile or an offload strategy */
-	struct cidr trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES];
-	size_t trusted_proxy_count;
 };
 
 #endif

@@ -53,7 +53,9 @@ static void respond_with(struct exchange *exchange, const struct service *servic
 static void serve_path(struct exchange *exchange, const struct service *service, const char *mid,
 		       const char *path, const char *document_etag)
 {
-	struct file_cache_entry *entry = file_cache_get(service->file_cache, path);
+	const struct settings *settings = exchange_snapshot(exchange);
+	struct file_cache_entry *entry =
+		file_cache_get(service->file_cache, path, settings->file_lines_generation);
 	if (entry == NULL) {
 		struct media_file file;
 		int error_number;
@@ -66,7 +68,8 @@ static void serve_path(struct exchange *exchange, const struct service *service,
 			return;
 		}
 		entry = file_cache_insert(service->file_cache, path, &file,
-					  exchange_config(exchange)->cache_control);
+					  settings->file_lines_generation,
+					  settings->config.cache_control);
 		if (entry == NULL) {
 			log_error("mid=%s: out of memory opening the file", mid);
 			response_send_error(exchange, 500);

@@ -89,11 +89,8 @@ int worker_init(struct worker *worker, unsigned index, const struct service *ser
 	worker->index = index;
 	worker->service = service;
 	worker->settings = (struct exchange_settings){
-		.config = service->config,
+		.snapshots = settings_board_slot(service->settings, index),
 		.lookups = service->lookups,
-		.access_log = service->access_log,
-		.trusted_proxies = service->trusted_proxies,
-		.trusted_proxy_count = service->trusted_proxy_count,
 		.open_connections = open_connections,
 		.max_connections = service->config->max_connections,
 	};

@@ -147,7 +147,7 @@ static struct file_cache_entry *open_and_insert(const struct fixture *fixture,
 	struct media_file file;
 	int error_number;
 	assert_int_equal(media_open(&fixture->roots, path, &file, &error_number), MEDIA_OK);
-	struct file_cache_entry *entry = file_cache_insert(cache, path, &file, cache_control);
+	struct file_cache_entry *entry = file_cache_insert(cache, path, &file, 0, cache_control);
 	assert_non_null(entry);
 	return entry;
 }
@@ -161,7 +161,7 @@ static void cache_file(const struct fixture *fixture, struct file_cache *cache, 
 /* Whether get hits; gives back the reference it took. */
 static int hits(struct file_cache *cache, const char *path)
 {
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	if (entry != NULL)
 		file_cache_release(cache, entry);
 	return entry != NULL;
@@ -271,7 +271,7 @@ static void test_get_on_an_empty_cache_misses(void **state)
 	track_path(fixture, TRACK_ROOT, "a.mp3", path);
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -284,7 +284,7 @@ static void test_insert_then_get_hits_the_same_entry(void **state)
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	struct file_cache_entry *inserted = open_and_insert(fixture, cache, path, NULL);
 	file_cache_release(cache, inserted);
-	struct file_cache_entry *found = file_cache_get(cache, path);
+	struct file_cache_entry *found = file_cache_get(cache, path, 0);
 	assert_ptr_equal(found, inserted);
 	assert_segment_holds(found, CONTENT);
 	file_cache_release(cache, found);
@@ -309,7 +309,7 @@ static void check_response(const struct fixture *fixture, const char *name, int 
 
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	file_cache_release(cache, open_and_insert(fixture, cache, path, cache_control));
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	const struct response_file *response = file_cache_response(entry);
 	assert_int_equal(response->size, strlen(CONTENT));
@@ -318,7 +318,13 @@ static void check_response(const struct fixture *fixture, const char *name, int 
 	assert_string_equal(response->etag, etag);
 	assert_string_equal(response->last_modified, last_modified);
 	assert_string_equal(response->file_lines, lines);
-	assert_ptr_equal(response->cache_control, cache_control);
+	/* The entry's own copy: the settings snapshot it came from may go before it. */
+	if (cache_control == NULL) {
+		assert_null(response->cache_control);
+	} else {
+		assert_string_equal(response->cache_control, cache_control);
+		assert_ptr_not_equal(response->cache_control, cache_control);
+	}
 	assert_string_equal(response->resolved_path, path);
 	assert_int_equal(response->root_index, root);
 	assert_non_null(response->segment);
@@ -338,6 +344,71 @@ static void test_response_is_that_of_the_file_without_cache_control(void **state
 	check_response(*state, "b.MP3", 0, NULL);
 }
 
+/* Inserts path's file as a request of settings generation would; returns the entry. */
+static struct file_cache_entry *insert_as(const struct fixture *fixture, struct file_cache *cache,
+					  const char *path, uint64_t generation,
+					  const char *cache_control)
+{
+	struct media_file file;
+	int error_number;
+	assert_int_equal(media_open(&fixture->roots, path, &file, &error_number), MEDIA_OK);
+	struct file_cache_entry *entry =
+		file_cache_insert(cache, path, &file, generation, cache_control);
+	assert_non_null(entry);
+	return entry;
+}
+
+static void test_a_reload_makes_entries_of_older_settings_stale(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "reloaded.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	file_cache_release(cache, insert_as(fixture, cache, path, 1, "public, max-age=60"));
+	struct file_cache_entry *old = file_cache_get(cache, path, 1);
+	assert_non_null(old);
+	assert_non_null(strstr(file_cache_response(old)->file_lines,
+			       "Cache-Control: public, max-age=60\r\n"));
+
+	/* A request of generation 2: the entry's lines are of generation 1, so it misses. */
+	assert_null(file_cache_get(cache, path, 2));
+	struct file_cache_entry *fresh = insert_as(fixture, cache, path, 2, "no-cache");
+	assert_non_null(strstr(file_cache_response(fresh)->file_lines,
+			       "Cache-Control: no-cache\r\n"));
+	assert_null(strstr(file_cache_response(fresh)->file_lines, "max-age"));
+	file_cache_release(cache, fresh);
+	struct file_cache_entry *hit = file_cache_get(cache, path, 2);
+	assert_ptr_equal(hit, fresh);
+	file_cache_release(cache, hit);
+	/* The response still sending with the old lines keeps them whole. */
+	assert_non_null(strstr(file_cache_response(old)->file_lines, "max-age=60"));
+	assert_segment_holds(old, CONTENT);
+	file_cache_release(cache, old);
+	file_cache_free(cache);
+}
+
+static void test_a_request_older_than_the_entry_leaves_it_cached(void **state)
+{
+	struct fixture *fixture = *state;
+	char path[PATH_MAX];
+	track_path(fixture, TRACK_ROOT, "newer.mp3", path);
+	write_file(path, CONTENT);
+	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
+	file_cache_release(cache, insert_as(fixture, cache, path, 3, "no-cache"));
+	/* A request that began before the reload: not its headers, but not stale either. */
+	assert_null(file_cache_get(cache, path, 2));
+	struct file_cache_entry *own = insert_as(fixture, cache, path, 2, "private");
+	assert_string_equal(file_cache_response(own)->cache_control, "private");
+	file_cache_release(cache, own); /* its own entry: closed here */
+	struct file_cache_entry *kept = file_cache_get(cache, path, 3);
+	assert_non_null(kept);
+	assert_string_equal(file_cache_response(kept)->cache_control, "no-cache");
+	file_cache_release(cache, kept);
+	assert_int_equal(file_cache_stats(cache).entries, 1);
+	file_cache_free(cache);
+}
+
 static void test_content_type_follows_the_extension(void **state)
 {
 	struct fixture *fixture = *state;
@@ -349,7 +420,7 @@ static void test_content_type_follows_the_extension(void **state)
 		track_path(fixture, TRACK_ROOT, names[i], path);
 		write_file(path, CONTENT);
 		cache_file(fixture, cache, path);
-		struct file_cache_entry *entry = file_cache_get(cache, path);
+		struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 		assert_non_null(entry);
 		assert_string_equal(file_cache_response(entry)->content_type, types[i]);
 		file_cache_release(cache, entry);
@@ -382,7 +453,7 @@ static void test_empty_file_is_cached_with_size_zero(void **state)
 	etag_format(etag, mtime, 0);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_response(entry)->size, 0);
 	assert_string_equal(file_cache_response(entry)->etag, etag);
@@ -404,10 +475,10 @@ static void test_file_rewritten_in_place_is_a_miss_on_the_next_get(void **state)
 	write_file(path, NEW_CONTENT); /* O_TRUNC: the same inode */
 	assert_int_equal(stat(path, &after), 0);
 	assert_int_equal(after.st_ino, before.st_ino);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	/* The caller opens it again, and from then on the new version is served. */
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
@@ -426,7 +497,7 @@ static void test_same_size_rewrite_with_another_mtime_second_is_a_miss(void **st
 	cache_file(fixture, cache, path);
 	mtime.tv_sec += 1;
 	rewrite_same_size(path, mtime);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -441,7 +512,7 @@ static void test_same_size_rewrite_with_an_mtime_a_nanosecond_on_is_a_miss(void 
 	cache_file(fixture, cache, path);
 	mtime.tv_nsec += 1;
 	rewrite_same_size(path, mtime);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -456,7 +527,7 @@ static void test_size_change_is_a_miss_even_with_the_mtime_put_back(void **state
 	struct timespec mtime = mtime_of(path);
 	write_file(path, NEW_CONTENT);
 	set_mtime(path, mtime);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -470,7 +541,7 @@ static void test_file_replaced_by_rename_is_kept_until_the_path_is_due(void **st
 	cache_file(fixture, cache, path);
 	replace_file(path, NEW_CONTENT);
 	/* Not checked yet: the old file, whole and consistent. */
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_response(entry)->size, strlen(CONTENT));
 	assert_segment_holds(entry, CONTENT);
@@ -488,7 +559,7 @@ static void test_file_replaced_by_rename_is_a_miss_when_checked_every_time(void 
 	cache_file(fixture, cache, path);
 	assert_true(hits(cache, path));
 	replace_file(path, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -508,7 +579,7 @@ static void test_lookalike_replacement_is_a_miss_when_checked(void **state)
 	write_file(fresh, same_size);
 	set_mtime(fresh, mtime_of(path));
 	assert_int_equal(rename(fresh, path), 0);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -566,7 +637,7 @@ static void test_deleted_file_is_a_miss_when_checked_every_time(void **state)
 	cache_file(fixture, cache, path);
 	assert_true(hits(cache, path));
 	assert_int_equal(unlink(path), 0);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -579,7 +650,7 @@ static void test_deleted_file_is_kept_until_the_path_is_due(void **state)
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	cache_file(fixture, cache, path);
 	assert_int_equal(unlink(path), 0);
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	assert_segment_holds(entry, CONTENT);
 	file_cache_release(cache, entry);
@@ -598,9 +669,9 @@ static void test_disabled_cache_gives_a_private_entry_and_never_hits(void **stat
 	assert_string_equal(file_cache_response(entry)->content_type, "audio/mpeg");
 	assert_segment_holds(entry, CONTENT);
 	/* Not even while the inserting caller still holds it. */
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_release(cache, entry);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	assert_int_equal(file_cache_stats(cache).entries, 0);
 	file_cache_free(cache);
 }
@@ -615,7 +686,7 @@ static void test_insert_of_a_cached_path_replaces_its_entry(void **state)
 	cache_file(fixture, cache, path);
 	replace_file(path, NEW_CONTENT);
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
@@ -715,7 +786,7 @@ static void test_entry_borrowed_while_evicted_stays_usable_until_released(void *
 	struct cache_stats stats = file_cache_stats(cache);
 	assert_int_equal(stats.entries, 1);
 	assert_int_equal(stats.evictions, 1);
-	assert_null(file_cache_get(cache, first));
+	assert_null(file_cache_get(cache, first, 0));
 	/* Its response and its open file are intact until released. */
 	assert_int_equal(file_cache_response(borrowed)->size, strlen(CONTENT));
 	assert_string_equal(file_cache_response(borrowed)->resolved_path, first);
@@ -733,11 +804,11 @@ static void test_entry_borrowed_by_get_while_evicted_stays_usable(void **state)
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *borrowed = file_cache_get(cache, path);
+	struct file_cache_entry *borrowed = file_cache_get(cache, path, 0);
 	assert_non_null(borrowed);
 	/* Rewritten in place: the next get evicts the entry this caller still holds. */
 	write_file(path, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	assert_int_equal(file_cache_stats(cache).entries, 0);
 	assert_int_equal(file_cache_response(borrowed)->size, strlen(CONTENT));
 	assert_non_null(file_cache_response(borrowed)->segment);
@@ -812,8 +883,8 @@ static void test_expire_closes_entries_unused_for_the_inactive_time(void **state
 	/* Closed once unused for the inactive time, and not later. */
 	assert_true(cache_now_seconds() - inserted_at >= 1);
 	assert_true(emptied_at - inserted_at <= 1);
-	assert_null(file_cache_get(cache, first));
-	assert_null(file_cache_get(cache, second));
+	assert_null(file_cache_get(cache, first, 0));
+	assert_null(file_cache_get(cache, second, 0));
 	file_cache_free(cache);
 }
 
@@ -834,7 +905,7 @@ static void test_expire_spares_an_entry_used_recently(void **state)
 	file_cache_expire(cache);
 	assert_int_equal(file_cache_stats(cache).entries, 1);
 	assert_true(hits(cache, used));
-	assert_null(file_cache_get(cache, idle));
+	assert_null(file_cache_get(cache, idle, 0));
 	file_cache_free(cache);
 }
 
@@ -915,7 +986,7 @@ static void cache_file_and_hit(const struct fixture *fixture, struct file_cache 
 			       const char *path)
 {
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	file_cache_release(cache, entry);
 }
@@ -934,7 +1005,7 @@ static void test_a_file_cached_but_not_yet_asked_for_again_holds_no_lease(void *
 	assert_int_equal(leases_held(), before);
 	/* Until then a rewrite is still seen, by fstat. */
 	write_file(path, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -954,7 +1025,7 @@ static void test_a_file_with_two_names_is_checked_by_fstat_not_leased(void **sta
 	assert_int_equal(leases_held(), before);
 	/* A rewrite through the other name is still seen at once. */
 	write_file(other_name, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -989,7 +1060,7 @@ static void test_leased_file_is_a_miss_as_soon_as_a_writer_has_opened_it(void **
 	/* Nothing written yet: the open alone, once it returns, has marked the entry. */
 	int writer = open(path, O_WRONLY | O_CLOEXEC);
 	assert_true(writer >= 0);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	assert_int_equal(file_cache_leased(cache), 0);
 	assert_int_equal(close(writer), 0);
 	file_cache_free(cache);
@@ -1016,7 +1087,7 @@ static void test_writer_is_held_back_until_the_lease_is_given_up_and_no_longer(v
 		assert_false(waited_too_long(&begun));
 		pause_briefly();
 	}
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	assert_int_equal(close(writer), 0);
 	file_cache_free(cache);
 }
@@ -1036,9 +1107,9 @@ static void test_leased_file_rewritten_in_place_with_a_new_length_is_a_miss(void
 	write_file(path, NEW_CONTENT);
 	assert_int_equal(stat(path, &after), 0);
 	assert_int_equal(after.st_ino, before.st_ino);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	cache_file_and_hit(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
@@ -1058,9 +1129,9 @@ static void test_leased_file_truncated_by_path_is_a_miss(void **state)
 	cache_file_and_hit(fixture, cache, path);
 	assert_int_equal(file_cache_leased(cache), 1);
 	assert_int_equal(truncate(path, 3), 0); /* no open: truncate breaks the lease itself */
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	cache_file_and_hit(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_response(entry)->size, 3);
 	file_cache_release(cache, entry);
@@ -1079,7 +1150,7 @@ static void test_file_truncated_to_nothing_through_a_descriptor_is_a_miss(void *
 	assert_true(writer >= 0);
 	assert_int_equal(ftruncate(writer, 0), 0);
 	assert_int_equal(close(writer), 0);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1094,7 +1165,7 @@ static void test_rewrite_through_a_hard_link_is_a_miss(void **state)
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	cache_file_and_hit(fixture, cache, path);
 	write_file(other, NEW_CONTENT); /* the same inode under another name */
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1112,7 +1183,7 @@ static void test_file_open_for_writing_when_cached_is_checked_by_fstat_instead(v
 	assert_int_equal(file_cache_leased(cache), 0);
 	assert_true(hits(cache, path));
 	assert_int_equal(write(writer, "more", 4), 4);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	assert_int_equal(close(writer), 0);
 	file_cache_free(cache);
 }
@@ -1136,7 +1207,7 @@ static void test_file_open_for_writing_when_cached_is_leased_at_a_later_path_che
 	assert_int_equal(file_cache_leased(cache), 1);
 	/* And from then on the lease tells. */
 	write_file(path, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1153,7 +1224,7 @@ static void *read_until_stopped(void *argument)
 	struct reader *reader = argument;
 	while (!atomic_load(reader->stop) && reader->gets < 10 * 1000 * 1000) {
 		int opened = atomic_load(reader->writer_opened);
-		struct file_cache_entry *entry = file_cache_get(reader->cache, reader->path);
+		struct file_cache_entry *entry = file_cache_get(reader->cache, reader->path, 0);
 		reader->gets++;
 		if (entry == NULL)
 			continue;
@@ -1216,7 +1287,7 @@ static void test_mtime_changed_without_a_write_is_a_miss_when_the_path_is_due(vo
 	cache_file_and_hit(fixture, cache, path);
 	mtime.tv_sec += 1;
 	set_mtime(path, mtime);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1234,7 +1305,7 @@ static void test_leased_file_with_only_its_mtime_changed_is_kept_until_the_path_
 	/* Same bytes, so the old validators still name them: like a rename, seen at the check. */
 	mtime.tv_sec += 1;
 	set_mtime(path, mtime);
-	struct file_cache_entry *entry = file_cache_get(cache, path);
+	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
 	assert_segment_holds(entry, CONTENT);
 	file_cache_release(cache, entry);
@@ -1314,7 +1385,7 @@ static void test_entry_evicted_while_borrowed_gives_up_its_lease_at_once(void **
 	int descriptors = descriptors_open(), leases = leases_held();
 	struct file_cache *cache = new_cache(1, LONG_TIME, LONG_TIME);
 	struct file_cache_entry *borrowed = open_and_insert(fixture, cache, first, NULL);
-	file_cache_release(cache, file_cache_get(cache, first)); /* its first hit: leased */
+	file_cache_release(cache, file_cache_get(cache, first, 0)); /* its first hit: leased */
 	assert_int_equal(leases_held(), leases + 1);
 	cache_file_and_hit(fixture, cache, second); /* evicts the first, still borrowed */
 	assert_int_equal(leases_held(), leases + 1);
@@ -1343,12 +1414,12 @@ static void test_stats_count_hits_and_misses_exactly(void **state)
 	assert_int_equal(stats.misses, 0);
 	assert_int_equal(stats.evictions, 0);
 	assert_int_equal(stats.entries, 0);
-	assert_null(file_cache_get(cache, path));
+	assert_null(file_cache_get(cache, path, 0));
 	cache_file(fixture, cache, path);
 	assert_true(hits(cache, path));
 	assert_true(hits(cache, path));
 	assert_true(hits(cache, path));
-	assert_null(file_cache_get(cache, other));
+	assert_null(file_cache_get(cache, other, 0));
 	stats = file_cache_stats(cache);
 	assert_int_equal(stats.hits, 3);
 	assert_int_equal(stats.misses, 2);
@@ -1366,6 +1437,8 @@ int main(void)
 		FILE_CACHE_TEST(test_insert_then_get_hits_the_same_entry),
 		FILE_CACHE_TEST(test_response_is_that_of_the_file_with_cache_control),
 		FILE_CACHE_TEST(test_response_is_that_of_the_file_without_cache_control),
+		FILE_CACHE_TEST(test_a_reload_makes_entries_of_older_settings_stale),
+		FILE_CACHE_TEST(test_a_request_older_than_the_entry_leaves_it_cached),
 		FILE_CACHE_TEST(test_content_type_follows_the_extension),
 		FILE_CACHE_TEST(test_inserted_entry_is_usable_before_any_get),
 		FILE_CACHE_TEST(test_empty_file_is_cached_with_size_zero),

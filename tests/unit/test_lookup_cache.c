@@ -336,6 +336,31 @@ static void test_entry_hits_until_its_ttl_passes_then_misses(void **state)
 	lookup_cache_free(cache);
 }
 
+static void test_new_ttls_apply_to_entries_already_kept(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char path[PATH_SIZE];
+	int64_t put_at = wait_for_next_second();
+	lookup_cache_put(cache, MID, PATH);
+	lookup_cache_put(cache, OTHER_MID, NULL);
+	/* A reload shortens both: entries count from their put, so they go within a second. */
+	lookup_cache_set_ttl(cache, 1, 1);
+	int64_t missed_at;
+	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_HIT, &missed_at),
+			 LOOKUP_CACHE_MISS);
+	assert_true(missed_at - put_at <= 1);
+	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	/* A TTL of 0 turns the cache off; a longer one turns it back on. */
+	lookup_cache_set_ttl(cache, 0, NEGATIVE_TTL);
+	lookup_cache_put(cache, MID, PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	lookup_cache_set_ttl(cache, TTL, NEGATIVE_TTL);
+	lookup_cache_put(cache, MID, PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	lookup_cache_free(cache);
+}
+
 static void test_negative_entry_expires_after_the_negative_ttl(void **state)
 {
 	(void)state;
@@ -553,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_clock_is_the_coarse_monotonic_clock_in_seconds),
 		cmocka_unit_test(test_entry_hits_until_its_ttl_passes_then_misses),
 		cmocka_unit_test(test_negative_entry_expires_after_the_negative_ttl),
+		cmocka_unit_test(test_new_ttls_apply_to_entries_already_kept),
 		cmocka_unit_test(test_entries_are_bounded_and_the_newest_is_kept),
 		cmocka_unit_test(test_negative_entries_count_against_the_bound),
 		cmocka_unit_test(test_full_shard_evicts_its_least_recently_used_entry),
