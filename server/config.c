@@ -25,6 +25,7 @@ enum option_kind {
 	OPTION_STRING,	   /* char * field, replaced */
 	OPTION_UNSIGNED,   /* unsigned field within [minimum, maximum] */
 	OPTION_LISTEN,	   /* host + port */
+	OPTION_METRICS_LISTEN, /* host + port of the metrics listener, or "off" */
 	OPTION_LIST,	   /* repeatable: appended; the command line's replace the file's */
 	OPTION_SWITCH,	   /* int field: "on"/"off"; a bare flag on the command line means on */
 	OPTION_STRING_OR_OFF, /* char * field, or NULL for "off" */
@@ -74,6 +75,9 @@ static const struct option_spec options[] = {
 	 .help = "read settings from FILE (name = value lines); flags override it"},
 	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN, .help = "address and port to serve on",
 	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_PORT)},
+	{"metrics-listen", "ADDR:PORT|off", .kind = OPTION_METRICS_LISTEN,
+	 .help = "address and port of GET /metrics (Prometheus), apart from --listen; or off",
+	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_METRICS_PORT)},
 	{"mongodb-uri", "URI", STRING(mongodb_uri), .help = "MongoDB connection string",
 	 .default_value = DEFAULT_MONGODB_URI,
 	 .default_note = "$MONGODB_URI, else " DEFAULT_MONGODB_URI},
@@ -216,6 +220,7 @@ void config_free(struct config *config)
 {
 	free(config->config_file);
 	free(config->listen_host);
+	free(config->metrics_host);
 	free(config->mongodb_uri);
 	free(config->database);
 	free(config->collection);
@@ -307,18 +312,25 @@ int config_set(struct config *config, const char *name, const char *value, char 
 			return -1;
 		}
 		return 0;
-	case OPTION_LISTEN: {
+	case OPTION_LISTEN:
+	case OPTION_METRICS_LISTEN: {
+		int metrics = option->kind == OPTION_METRICS_LISTEN;
 		char host[256];
 		uint16_t port;
+		if (metrics && strcmp(value, "off") == 0) {
+			free(config->metrics_host);
+			config->metrics_host = NULL;
+			return 0;
+		}
 		if (config_parse_listen(value, host, sizeof(host), &port) < 0) {
 			set_error(error, error_size,
-				  "%s: '%s' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port 1-65535)",
-				  name, value);
+				  "%s: '%s' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port 1-65535)%s",
+				  name, value, metrics ? " or off" : "");
 			return -1;
 		}
-		if (replace_string(&config->listen_host, host) < 0)
+		if (replace_string(metrics ? &config->metrics_host : &config->listen_host, host) < 0)
 			goto out_of_memory;
-		config->listen_port = port;
+		*(metrics ? &config->metrics_port : &config->listen_port) = port;
 		return 0;
 	}
 	case OPTION_LIST: {

@@ -35,6 +35,7 @@
 #include "config.h"
 #include "head.h"
 #include "lookup.h"
+#include "metrics.h"
 #include "proxy_trust.h"
 
 struct exchange;
@@ -49,6 +50,7 @@ struct exchange_settings {
 	size_t trusted_proxy_count;
 	atomic_uint *open_connections;	   /* every worker's connections, for the cap */
 	unsigned max_connections;
+	struct metrics_worker *metrics;	   /* this worker's counters; NULL: none */
 };
 
 /* Called for each request whose head is complete; the exchange is valid during the call. */

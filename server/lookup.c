@@ -12,6 +12,7 @@
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,8 @@ struct lookup_pool {
 
 	pthread_t *threads;
 	unsigned thread_count;
+	struct metrics *metrics;   /* NULL: nothing counted */
+	atomic_uint next_shard;	   /* each lookup thread takes the next shard */
 };
 
 const char *lookup_status_describe(enum lookup_status status)
@@ -100,7 +103,7 @@ static int is_unavailable(const bson_error_t *error)
 
 /* One find round trip; fills job->status, path and detail. Returns the bson error domain. */
 static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collection,
-			  struct lookup_job *job)
+			  struct lookup_job *job, struct metrics_lookup_thread *metrics)
 {
 	const char *mid = job->kind == LOOKUP_PROBE ? PROBE_OBJECTID : job->mid;
 	bson_oid_t oid;
@@ -119,7 +122,11 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 
 	mongoc_cursor_t *cursor =
 		mongoc_collection_find_with_opts(collection, &filter, &options, NULL);
-	if (mongoc_cursor_next(cursor, &document)) {
+	/* The find command goes out (server selection first) and its one batch comes back here. */
+	struct timespec sent = clock_now();
+	int found = mongoc_cursor_next(cursor, &document);
+	double seconds = clock_seconds_since(&sent);
+	if (found) {
 		uint32_t length;
 		const char *path;
 		if (bson_iter_init(&iter, document) &&
@@ -147,24 +154,31 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 	mongoc_cursor_destroy(cursor);
 	bson_destroy(&filter);
 	bson_destroy(&options);
+	/* No server was selected: no command went out, so no round trip to time. */
+	if (error.domain != MONGOC_ERROR_SERVER_SELECTION)
+		metrics_observe_lookup(metrics, seconds);
+	if (job->status == LOOKUP_UNAVAILABLE)
+		metrics_set_database_up(pool->metrics, 0);
+	else if (job->status != LOOKUP_FAILED)
+		metrics_set_database_up(pool->metrics, 1);
 	return error.domain;
 }
 
 static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
-		    struct lookup_job *job)
+		    struct lookup_job *job, struct metrics_lookup_thread *metrics)
 {
 	if (clock_ms_until(&job->deadline) <= 0) {
 		job->status = LOOKUP_UNAVAILABLE;
 		snprintf(job->detail, sizeof(job->detail), "deadline passed while queued");
 		return;
 	}
-	uint32_t domain = find_once(pool, collection, job);
+	uint32_t domain = find_once(pool, collection, job, metrics);
 	/* A stale pooled socket fails fast; one more try if most of the time is left. */
 	if (domain == MONGOC_ERROR_STREAM &&
 	    clock_ms_until(&job->deadline) > (long)pool->timeout_ms / 2) {
 		log_debug("lookup %s: retrying after: %s", job->mid, job->detail);
 		job->detail[0] = '\0';
-		find_once(pool, collection, job);
+		find_once(pool, collection, job, metrics);
 	}
 }
 
@@ -198,9 +212,11 @@ static void *lookup_thread(void *arg)
 	mongoc_collection_t *collection =
 		mongoc_client_get_collection(client, pool->database, pool->collection);
 	struct lookup_job *job;
+	struct metrics_lookup_thread *metrics =
+		metrics_lookup_thread(pool->metrics, atomic_fetch_add(&pool->next_shard, 1));
 
 	while ((job = take_job(pool)) != NULL) {
-		run_job(pool, collection, job);
+		run_job(pool, collection, job, metrics);
 		deliver(job);
 		pthread_mutex_lock(&pool->lock);
 		pool->running--;
@@ -212,7 +228,7 @@ static void *lookup_thread(void *arg)
 }
 
 struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_queued,
-				      char *error, size_t error_size)
+				      struct metrics *metrics, char *error, size_t error_size)
 {
 	struct lookup_pool *pool = calloc(1, sizeof(*pool));
 	mongoc_uri_t *uri = NULL;
@@ -225,6 +241,7 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 	pool->thread_count = config->lookup_threads;
 	pool->timeout_ms = config->lookup_timeout_ms;
 	pool->max_queued = max_queued;
+	pool->metrics = metrics;
 	pool->database = strdup(config->database);
 	pool->collection = strdup(config->collection);
 	pool->path_field = strdup(config->path_field);

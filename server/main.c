@@ -24,6 +24,7 @@
 #include "log.h"
 #include "lookup.h"
 #include "media.h"
+#include "metrics_listener.h"
 #include "service.h"
 #include "worker.h"
 
@@ -201,6 +202,10 @@ static int serve(const struct config *config, struct service *service, const sig
 	atomic_uint open_connections = 0;
 	unsigned started = 0;
 	int status = EXIT_CONFIG;
+	struct metrics_listener *metrics_listener = NULL;
+	struct metrics_sources metrics_sources = {service->metrics, service->lookup_cache,
+						  service->file_cache, &open_connections,
+						  MUSICD_VERSION};
 
 	if (workers == NULL)
 		return fail("out of memory");
@@ -208,9 +213,16 @@ static int serve(const struct config *config, struct service *service, const sig
 		free(workers);
 		return fail(error);
 	}
-	service->lookups = lookup_pool_start(config, config->max_pending_lookups, error, sizeof(error));
+	/* Scrapes may start at once: every counter and cache they read exists already. */
+	if (config->metrics_host != NULL)
+		metrics_listener = metrics_listener_start(config->metrics_host, config->metrics_port,
+							  &metrics_sources, error, sizeof(error));
+	if (config->metrics_host == NULL || metrics_listener != NULL)
+		service->lookups = lookup_pool_start(config, config->max_pending_lookups,
+						     service->metrics, error, sizeof(error));
 	if (service->lookups == NULL) {
 		fail(error);
+		metrics_listener_stop(metrics_listener);
 		for (unsigned i = 0; i < config->workers; i++)
 			close(listen_fds[i]);
 		free(workers);
@@ -233,6 +245,8 @@ static int serve(const struct config *config, struct service *service, const sig
 	log_info("descriptor limit %llu: at most %u connections at once", descriptor_limit,
 		 config->max_connections);
 	log_info("files are delivered by %s", service->delivery->name);
+	if (metrics_listener != NULL)
+		log_info("metrics on http://%s:%u/metrics", config->metrics_host, config->metrics_port);
 
 	int signal_number = 0;
 	sigwait(stop_signals, &signal_number);
@@ -243,6 +257,7 @@ stop: {
 	unsigned grace_ms = SHUTDOWN_GRACE_MS;
 	if (grace_ms < config->lookup_timeout_ms + 1000)
 		grace_ms = config->lookup_timeout_ms + 1000;
+	metrics_listener_stop(metrics_listener);
 	stop_workers(workers, started, service->lookups, grace_ms);
 	service->lookups = NULL;
 	free(workers);
@@ -318,8 +333,9 @@ int main(int argc, char **argv)
 	service.file_cache = file_cache_new(config.open_file_cache_entries,
 					    config.open_file_cache_valid,
 					    config.open_file_cache_inactive);
-	if (service.lookup_cache == NULL || service.file_cache == NULL) {
-		status = fail("out of memory for the caches");
+	service.metrics = metrics_new(config.workers, config.lookup_threads);
+	if (service.lookup_cache == NULL || service.file_cache == NULL || service.metrics == NULL) {
+		status = fail("out of memory for the caches and counters");
 		goto out_caches;
 	}
 	mongoc_log_set_handler(on_mongoc_log, NULL);
@@ -330,6 +346,7 @@ int main(int argc, char **argv)
 
 	mongoc_cleanup();
 out_caches:
+	metrics_free(service.metrics);
 	file_cache_free(service.file_cache);
 	lookup_cache_free(service.lookup_cache);
 	libevent_global_shutdown();

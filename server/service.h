@@ -12,6 +12,7 @@
 #include "lookup_cache.h"
 #include "lookup.h"
 #include "media.h"
+#include "metrics.h"
 #include "proxy_trust.h"
 
 struct service {
@@ -22,6 +23,7 @@ struct service {
 	struct lookup_cache *lookup_cache; /* internally locked */
 	struct file_cache *file_cache;	   /* internally locked */
 	const struct delivery *delivery;   /* sendfile or an offload strategy */
+	struct metrics *metrics;	   /* one shard per worker and lookup thread */
 	struct cidr trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES];
 	size_t trusted_proxy_count;
 };
