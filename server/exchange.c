@@ -839,6 +839,8 @@ static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	stop_waiting(exchange);
 	exchange->deadline_passed = 1;
+	/* Counted now, as it is answered; the lookup's own end is then not counted again. */
+	metrics_count_lookup_error(exchange->server->settings->metrics, METRICS_LOOKUP_TIMEOUT);
 	if (exchange_can_respond(exchange) && exchange->on_deadline != NULL)
 		exchange->on_deadline(exchange, exchange->wait_arg);
 }
@@ -867,11 +869,14 @@ fail:
 	return -1;
 }
 
-/* What musicd_lookup_errors_total counts a lookup handed back as: a kind, or -1 for none. */
+/*
+ * What musicd_lookup_errors_total counts a lookup handed back as: a kind, or
+ * -1 for none (or already counted, as a timeout, when its deadline passed).
+ */
 static int lookup_error_kind(const struct exchange *exchange)
 {
 	if (exchange->deadline_passed)
-		return METRICS_LOOKUP_TIMEOUT;
+		return -1;
 	if (exchange->job.status == LOOKUP_UNAVAILABLE)
 		return METRICS_LOOKUP_UNAVAILABLE;
 	if (exchange->job.status == LOOKUP_FAILED)

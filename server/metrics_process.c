@@ -3,7 +3,9 @@
  * its resident set from /proc/self/statm, its descriptors by counting
  * /proc/self/fd (less the one the count itself holds open) and their limit
  * from RLIMIT_NOFILE; its start time from /proc/self/stat's starttime (clock
- * ticks after boot) plus /proc/stat's btime (boot, in epoch seconds).
+ * ticks after boot), as an age: CLOCK_BOOTTIME now less starttime, taken from
+ * the wall clock now. /proc/stat's btime would be simpler, but it is the
+ * host's boot and ignores a time namespace's offsets (seen here: a week off).
  */
 #include "metrics_process.h"
 
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 /* /proc/self/stat's fields after "pid (comm) ": starttime is field 22, the 20th of those. */
@@ -21,20 +24,12 @@ static double seconds_of(struct timeval tv)
 	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-/* The boot time in epoch seconds (/proc/stat's btime line); 0 if unknown. */
-static double boot_time(void)
+static double clock_seconds(clockid_t clock)
 {
-	FILE *file = fopen("/proc/stat", "re");
-	char line[256];
-	unsigned long long btime = 0;
-	if (file == NULL)
+	struct timespec now;
+	if (clock_gettime(clock, &now) < 0)
 		return 0;
-	while (fgets(line, sizeof(line), file) != NULL) {
-		if (sscanf(line, "btime %llu", &btime) == 1)
-			break;
-	}
-	fclose(file);
-	return (double)btime;
+	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 }
 
 double metrics_process_start_time(void)
@@ -48,8 +43,8 @@ double metrics_process_start_time(void)
 	/* The command name may hold spaces and parentheses: the fields start after the last ')'. */
 	char *field = strrchr(text, ')');
 	long ticks_per_second = sysconf(_SC_CLK_TCK);
-	double boot = boot_time();
-	if (field == NULL || ticks_per_second <= 0 || boot == 0)
+	double since_boot = clock_seconds(CLOCK_BOOTTIME), wall = clock_seconds(CLOCK_REALTIME);
+	if (field == NULL || ticks_per_second <= 0 || since_boot == 0 || wall == 0)
 		return 0;
 	field += 2; /* ") " */
 	for (int i = 0; i < STAT_STARTTIME_AFTER_COMM && field != NULL; i++) {
@@ -60,7 +55,8 @@ double metrics_process_start_time(void)
 	unsigned long long start_ticks;
 	if (field == NULL || sscanf(field, "%llu", &start_ticks) != 1)
 		return 0;
-	return boot + (double)start_ticks / (double)ticks_per_second;
+	double age = since_boot - (double)start_ticks / (double)ticks_per_second;
+	return wall - (age > 0 ? age : 0);
 }
 
 static int count_open_fds(uint64_t *count)
