@@ -1037,10 +1037,9 @@ void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_l
 	req->chunked = 0;
 	/* With output queued, evhttp_send_reply_end leaves evhttp_send_done to the write callback. */
 	evhttp_send_reply_end(req);
-	struct metrics_worker *metrics = server->settings->metrics;
-	struct timespec started = exchange->started;
-	flush_to_socket(bev); /* may end the request */
-	metrics_observe_first_byte(metrics, clock_seconds_since(&started));
+	/* Before the flush, which may end the request (and count it): a scrape sees this first. */
+	metrics_observe_first_byte(server->settings->metrics, clock_seconds_since(&exchange->started));
+	flush_to_socket(bev);
 }
 
 /* --- The server --- */
