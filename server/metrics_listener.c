@@ -3,18 +3,22 @@
  * GET /metrics (with any query string, which Prometheus may add) answers the
  * text of a fresh snapshot; any other path 404, any other method 405 with
  * "Allow: GET". evhttp sends whatever body it is handed, HEAD or not
- * (libevent 2.1.12's evhttp_make_header), so a HEAD gets none.
+ * (libevent 2.1.12's evhttp_make_header), so a HEAD gets none. As for the
+ * main listener, an accept error (EMFILE) pauses accepting briefly instead
+ * of letting the level-triggered socket spin the loop.
  */
 #include "metrics_listener.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "listener.h"
@@ -27,6 +31,9 @@
 #define METRICS_MAX_HEADER_SIZE 8192
 #define METRICS_MAX_BODY_SIZE 1024
 #define METRICS_TEXT_INITIAL (16 * 1024)
+/* At EMFILE and other accept errors: stop accepting this long (and say so at most this often). */
+#define ACCEPT_PAUSE_MS 100
+#define REPORT_INTERVAL_SECONDS 10
 
 struct metrics_listener {
 	struct metrics_sources sources;
@@ -119,6 +126,32 @@ static void on_request(struct evhttp_request *req, void *arg)
 	reply_text(req, 200, "OK", METRICS_TEXT_CONTENT_TYPE, listener->text, length);
 }
 
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(arg);
+}
+
+/* The listener's thread only. */
+static void on_accept_error(struct evconnlistener *accepting, void *unused)
+{
+	static time_t last_report;
+	int error_number = errno;
+	(void)unused;
+	evconnlistener_disable(accepting);
+	time_t now = time(NULL);
+	if (now - last_report >= REPORT_INTERVAL_SECONDS) {
+		last_report = now;
+		log_error("metrics: cannot accept connections: %s; pausing accepts for %d ms",
+			  strerror(error_number), ACCEPT_PAUSE_MS);
+	}
+	struct timeval pause = {.tv_sec = 0, .tv_usec = ACCEPT_PAUSE_MS * 1000};
+	/* Freed with the base if the loop stops first. */
+	event_base_once(evconnlistener_get_base(accepting), -1, EV_TIMEOUT, on_accept_resume,
+			accepting, &pause);
+}
+
 static void *listener_thread(void *arg)
 {
 	struct metrics_listener *listener = arg;
@@ -157,11 +190,14 @@ struct metrics_listener *metrics_listener_start(const char *host, uint16_t port,
 	evhttp_set_timeout(listener->http, METRICS_TIMEOUT_SECONDS);
 	evhttp_set_max_headers_size(listener->http, METRICS_MAX_HEADER_SIZE);
 	evhttp_set_max_body_size(listener->http, METRICS_MAX_BODY_SIZE);
-	if (evhttp_accept_socket_with_handle(listener->http, fd) == NULL) {
+	struct evhttp_bound_socket *bound = evhttp_accept_socket_with_handle(listener->http, fd);
+	if (bound == NULL) {
 		snprintf(error, error_size, "metrics-listen: cannot accept on %s port %u", host, port);
 		goto fail;
 	}
 	fd = -1; /* evhttp_free closes it */
+	/* evhttp_bind_listener sets only the accept callback. */
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound), on_accept_error);
 	listener->snapshot->process.start_time_seconds = metrics_process_start_time();
 	if (pthread_create(&listener->thread, NULL, listener_thread, listener) != 0) {
 		snprintf(error, error_size, "metrics-listen: cannot start its thread");

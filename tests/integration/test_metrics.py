@@ -8,6 +8,7 @@ musicd's request counter."""
 import json
 import os
 import pathlib
+import resource
 import shutil
 import signal
 import socket
@@ -357,6 +358,38 @@ def test_the_metrics_listener_is_one_reuseport_socket_apart_from_the_main_one(mu
     # The main listener does not answer /metrics: it is a musicd route like any other.
     resp, _ = httpraw.exchange(server.port, "GET", "/metrics", timeout=TIMEOUT)
     assert_error(resp, 404)
+
+
+def test_out_of_descriptors_the_metrics_listener_pauses_instead_of_spinning(musicd):
+    server = start(musicd)
+    scrape(server)
+    baseline = server.fd_count()
+    soft, hard = resource.prlimit(server.pid, resource.RLIMIT_NOFILE)
+    held = []
+    try:
+        # Room for a few connections, then every accept on the metrics port fails (EMFILE).
+        resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (baseline + 8, hard))
+        err0, t0 = server.stderr_size(), time.monotonic()
+        for _ in range(40):
+            held.append(httpraw.connect(server.metrics_port))
+        # 2 s out of descriptors (cut short once the log is past the bound): a listener left
+        # enabled fires on every loop pass and libevent logs each failed accept.
+        while time.monotonic() - t0 < 2 and server.stderr_size() - err0 < 10_000:
+            time.sleep(0.1)
+        logged = server.stderr_text()[err0:]
+        assert len(logged) < 10_000, f"{len(logged)} bytes of stderr at EMFILE:\n{logged[:1000]}"
+        assert "metrics: cannot accept connections: Too many open files" in logged, logged
+        for sock in held:
+            sock.close()
+        held = []
+        resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (soft, hard))
+        # Accepting resumed: the connections queued meanwhile are served, then new ones.
+        wait_until(lambda: get_metrics(server.metrics_port).status == 200, TIMEOUT,
+                   message="a scrape once descriptors are free again")
+    finally:
+        for sock in held:
+            sock.close()
+        resource.prlimit(server.pid, resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_off_opens_no_metrics_socket(musicd):
