@@ -264,8 +264,9 @@ def test_open_connections_and_the_connection_cap_are_counted(musicd):
 # -- lookups -------------------------------------------------------------------------------
 
 def test_an_unreachable_database_is_counted_unavailable_and_database_down(musicd):
-    dead = f"mongodb://127.0.0.1:{free_port()}"
-    server = start(musicd, "--lookup-timeout", "500", mongodb_uri=dead)
+    # Server selection gives up long before the deadline, so the lookup ends unavailable.
+    dead = f"mongodb://127.0.0.1:{free_port()}/?serverSelectionTimeoutMS=300"
+    server = start(musicd, "--lookup-timeout", "5000", mongodb_uri=dead)
     before = quiet(server)
     resp, _ = httpraw.exchange(server.port, "GET", f"/musicdb/{UNKNOWN_ID}/x", timeout=TIMEOUT)
     assert_error(resp, 503)
