@@ -246,7 +246,9 @@ static int serve(const struct config *config, struct service *service, const sig
 		 config->max_connections);
 	log_info("files are delivered by %s", service->delivery->name);
 	if (metrics_listener != NULL)
-		log_info("metrics on http://%s:%u/metrics", config->metrics_host, config->metrics_port);
+		log_info(strchr(config->metrics_host, ':') ? "metrics on http://[%s]:%u/metrics"
+							    : "metrics on http://%s:%u/metrics",
+			 config->metrics_host, config->metrics_port);
 
 	int signal_number = 0;
 	sigwait(stop_signals, &signal_number);

@@ -56,8 +56,10 @@ static void reply_text(struct evhttp_request *req, int status, const char *reaso
 	struct evbuffer *buffer = NULL;
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
 		buffer = evbuffer_new();
-		if (buffer != NULL && evbuffer_add(buffer, body, length) < 0) {
-			evbuffer_free(buffer);
+		if (buffer == NULL || evbuffer_add(buffer, body, length) < 0) {
+			/* No body then: say so rather than send an empty 200. */
+			if (buffer != NULL)
+				evbuffer_free(buffer);
 			buffer = NULL;
 			status = 500;
 			reason = "Internal Server Error";
