@@ -25,6 +25,7 @@ enum option_kind {
 	OPTION_STRING,	   /* char * field, replaced */
 	OPTION_UNSIGNED,   /* unsigned field within [minimum, maximum] */
 	OPTION_LISTEN,	   /* host + port */
+	OPTION_METRICS_LISTEN, /* host + port of the metrics listener, or "off" */
 	OPTION_LIST,	   /* repeatable: appended; the command line's replace the file's */
 	OPTION_SWITCH,	   /* int field: "on"/"off"; a bare flag on the command line means on */
 	OPTION_STRING_OR_OFF, /* char * field, or NULL for "off" */
@@ -84,6 +85,9 @@ static const struct option_spec options[] = {
 		 "override it"},
 	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN, .help = "address and port to serve on",
 	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_PORT)},
+	{"metrics-listen", "ADDR:PORT|off", .kind = OPTION_METRICS_LISTEN,
+	 .help = "address and port of GET /metrics (Prometheus), apart from --listen; or off",
+	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_METRICS_PORT)},
 	{"mongodb-uri", "URI", STRING(mongodb_uri), .help = "MongoDB connection string",
 	 .default_value = DEFAULT_MONGODB_URI,
 	 .default_note = "$MONGODB_URI, else " DEFAULT_MONGODB_URI},
@@ -236,6 +240,7 @@ void config_free(struct config *config)
 {
 	free(config->config_file);
 	free(config->listen_host);
+	free(config->metrics_host);
 	free(config->mongodb_uri);
 	free(config->database);
 	free(config->collection);
@@ -330,18 +335,25 @@ int config_set(struct config *config, const char *name, const char *value, char 
 			return -1;
 		}
 		return 0;
-	case OPTION_LISTEN: {
+	case OPTION_LISTEN:
+	case OPTION_METRICS_LISTEN: {
+		int metrics = option->kind == OPTION_METRICS_LISTEN;
 		char host[256];
 		uint16_t port;
+		if (metrics && strcmp(value, "off") == 0) {
+			free(config->metrics_host);
+			config->metrics_host = NULL;
+			return 0;
+		}
 		if (config_parse_listen(value, host, sizeof(host), &port) < 0) {
 			set_error(error, error_size,
-				  "%s: '%s' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port 1-65535)",
-				  name, value);
+				  "%s: '%s' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port 1-65535)%s",
+				  name, value, metrics ? " or off" : "");
 			return -1;
 		}
-		if (replace_string(&config->listen_host, host) < 0)
+		if (replace_string(metrics ? &config->metrics_host : &config->listen_host, host) < 0)
 			goto out_of_memory;
-		config->listen_port = port;
+		*(metrics ? &config->metrics_port : &config->listen_port) = port;
 		return 0;
 	}
 	case OPTION_LIST: {
@@ -781,6 +793,8 @@ bool config_option_equal(size_t index, const struct config *a, const struct conf
 		return a->log_level == b->log_level;
 	case OPTION_LISTEN:
 		return a->listen_port == b->listen_port && same_text(a->listen_host, b->listen_host);
+	case OPTION_METRICS_LISTEN:
+		return a->metrics_port == b->metrics_port && same_text(a->metrics_host, b->metrics_host);
 	case OPTION_LIST: {
 		size_t count = *(const size_t *)(base_a + option->count_offset);
 		if (count != *(const size_t *)(base_b + option->count_offset))
@@ -833,6 +847,9 @@ static int copy_option(const struct option_spec *option, struct config *dst,
 	case OPTION_LISTEN:
 		dst->listen_port = src->listen_port;
 		return copy_text(&dst->listen_host, src->listen_host);
+	case OPTION_METRICS_LISTEN:
+		dst->metrics_port = src->metrics_port;
+		return copy_text(&dst->metrics_host, src->metrics_host);
 	case OPTION_LIST: {
 		clear_list(dst, option);
 		char **items = (char **)(base_dst + option->offset);
@@ -854,6 +871,7 @@ int config_copy(struct config *dst, const struct config *src)
 	/* Every value at once, then each owned string replaced by a copy of its own. */
 	*dst = *src;
 	dst->listen_host = NULL;
+	dst->metrics_host = NULL;
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
 		const struct option_spec *option = &options[i];
 		char *base = (char *)dst;

@@ -17,6 +17,7 @@
 #define CONFIG_MAX_TRUSTED_PROXIES 64
 #define CONFIG_ERROR_MAX 512
 #define CONFIG_DEFAULT_PORT 23001
+#define CONFIG_DEFAULT_METRICS_PORT 23002
 /* One limit for --workers and for the one-per-CPU default (main sizes its arrays by it). */
 #define CONFIG_MAX_WORKERS 256
 #define CONFIG_MAX_CONNECTIONS 10000000
@@ -39,6 +40,8 @@ struct config {
 	char *config_file;	  /* NULL when none was given */
 	char *listen_host;	  /* "127.0.0.1", "::1", "0.0.0.0" ... */
 	uint16_t listen_port;
+	char *metrics_host;	  /* --metrics-listen; NULL for off */
+	uint16_t metrics_port;
 	char *mongodb_uri;
 	char *database;
 	char *collection;

@@ -107,6 +107,7 @@ struct exchange {
 	int refs;
 	int close_after;
 	int refused;
+	int deadline_passed; /* the lookup deadline answered before the lookup ended */
 
 	/* While waiting on a lookup. */
 	struct event *client_watch; /* reads the socket: an RST, a hang-up, the FIN */
@@ -410,6 +411,7 @@ static void set_up_connection(struct connection *connection)
 
 	connection->counted = 1;
 	unsigned open = atomic_fetch_add(settings->open_connections, 1) + 1;
+	metrics_count_connection(settings->metrics, open > settings->max_connections);
 	if (open > settings->max_connections) {
 		if (report_due(&server->refused)) {
 			log_warn("%u connections open: closing new ones beyond --max-connections %u "
@@ -613,6 +615,13 @@ static size_t forwarded_for_lines(struct evhttp_request *req, const char **lines
 	return count;
 }
 
+/* The request ended (answered, or the client left first: 499); counted once, as it is logged. */
+static void count_request(struct exchange *exchange, int status, uint64_t body_bytes)
+{
+	metrics_count_request(exchange->server->settings->metrics,
+			      metrics_method_of(exchange_method(exchange)), status, body_bytes);
+}
+
 static void log_access(struct exchange *exchange, struct evhttp_connection *evcon, int status,
 		       uint64_t body_bytes)
 {
@@ -669,6 +678,7 @@ static void on_complete(struct evhttp_request *req, void *arg)
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
 	struct connection *connection = exchange->connection;
 
+	count_request(exchange, exchange->status, exchange->body_length);
 	log_access(exchange, evcon, exchange->status, exchange->body_length);
 	bufferevent_set_timeouts(bev, &server->keepalive_timeout, &server->keepalive_timeout);
 	/*
@@ -698,6 +708,7 @@ static void end_request_side(struct exchange *exchange, struct evhttp_connection
 			bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)));
 		sent = exchange->body_length > unsent ? exchange->body_length - unsent : 0;
 	}
+	count_request(exchange, status, sent);
 	log_access(exchange, evcon, status, sent);
 	stop_waiting(exchange);
 
@@ -835,6 +846,9 @@ static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	stop_waiting(exchange);
+	exchange->deadline_passed = 1;
+	/* Counted now, as it is answered; the lookup's own end is then not counted again. */
+	metrics_count_lookup_error(exchange->server->settings->metrics, METRICS_LOOKUP_TIMEOUT);
 	if (exchange_can_respond(exchange) && exchange->on_deadline != NULL)
 		exchange->on_deadline(exchange, exchange->wait_arg);
 }
@@ -863,6 +877,21 @@ fail:
 	return -1;
 }
 
+/*
+ * What musicd_lookup_errors_total counts a lookup handed back as: a kind, or
+ * -1 for none (or already counted, as a timeout, when its deadline passed).
+ */
+static int lookup_error_kind(const struct exchange *exchange)
+{
+	if (exchange->deadline_passed)
+		return -1;
+	if (exchange->job.status == LOOKUP_UNAVAILABLE)
+		return METRICS_LOOKUP_UNAVAILABLE;
+	if (exchange->job.status == LOOKUP_FAILED)
+		return METRICS_LOOKUP_ERROR;
+	return -1;
+}
+
 /* On the worker's loop: the lookup pool handed the job back. */
 static void on_lookup_delivered(evutil_socket_t fd, short what, void *arg)
 {
@@ -870,6 +899,7 @@ static void on_lookup_delivered(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	stop_waiting(exchange);
+	metrics_lookup_finished(exchange->server->settings->metrics, lookup_error_kind(exchange));
 	exchange->on_lookup_result(exchange, exchange->wait_arg);
 	exchange_release(exchange); /* the lookup's reference */
 }
@@ -886,6 +916,7 @@ int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char
 			return -1;
 	}
 	job->kind = kind;
+	exchange->deadline_passed = 0;
 	snprintf(job->mid, sizeof(job->mid), "%s", mid);
 	job->deadline = clock_deadline_after(timeout_ms);
 	job->delivery = exchange->delivery;
@@ -894,10 +925,13 @@ int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char
 
 	if (start_waiting(exchange, timeout_ms, on_deadline) < 0)
 		return -1;
+	struct metrics_worker *metrics = exchange->server->settings->metrics;
 	if (lookup_submit(exchange->server->settings->lookups, job) < 0) {
 		stop_waiting(exchange);
+		metrics_count_lookup_error(metrics, METRICS_LOOKUP_REJECTED);
 		return -1;
 	}
+	metrics_lookup_started(metrics);
 	exchange->refs++; /* for the lookup in flight */
 	return 0;
 }
@@ -1011,6 +1045,8 @@ void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_l
 	req->chunked = 0;
 	/* With output queued, evhttp_send_reply_end leaves evhttp_send_done to the write callback. */
 	evhttp_send_reply_end(req);
+	/* Before the flush, which may end the request (and count it): a scrape sees this first. */
+	metrics_observe_first_byte(server->settings->metrics, clock_seconds_since(&exchange->started));
 	flush_to_socket(bev);
 }
 

@@ -35,6 +35,7 @@
 #include "config.h"
 #include "head.h"
 #include "lookup.h"
+#include "metrics.h"
 #include "proxy_trust.h"
 #include "settings.h"
 
@@ -47,6 +48,7 @@ struct exchange_settings {
 	struct lookup_pool *lookups;
 	atomic_uint *open_connections;	   /* every worker's connections, for the cap */
 	unsigned max_connections;
+	struct metrics_worker *metrics;	   /* this worker's counters; NULL: none */
 };
 
 /* Called for each request whose head is complete; the exchange is valid during the call. */

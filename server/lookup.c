@@ -17,6 +17,7 @@
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,8 @@ struct lookup_pool {
 
 	pthread_t *threads;
 	unsigned thread_count;
+	struct metrics *metrics;   /* NULL: nothing counted */
+	atomic_uint next_shard;	   /* each lookup thread takes the next shard */
 };
 
 const char *lookup_status_describe(enum lookup_status status)
@@ -158,7 +161,8 @@ static void read_document(const struct lookup_pool *pool, const bson_t *document
  * fills job->status, path, etag and detail. Returns the bson error domain.
  */
 static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collection,
-			  const mongoc_read_prefs_t *read_prefs, struct lookup_job *job)
+			  const mongoc_read_prefs_t *read_prefs, struct lookup_job *job,
+			  struct metrics_lookup_thread *metrics)
 {
 	const char *mid = job->kind == LOOKUP_PROBE ? PROBE_OBJECTID : job->mid;
 	bson_oid_t oid;
@@ -180,7 +184,11 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 						  : mongoc_collection_get_read_prefs(collection));
 	mongoc_cursor_t *cursor =
 		mongoc_collection_find_with_opts(collection, &filter, &options, read_prefs);
-	if (mongoc_cursor_next(cursor, &document)) {
+	/* The find command goes out (server selection first) and its one batch comes back here. */
+	struct timespec sent = clock_now();
+	int found = mongoc_cursor_next(cursor, &document);
+	double seconds = clock_seconds_since(&sent);
+	if (found) {
 		read_document(pool, document, job);
 	} else if (mongoc_cursor_error(cursor, &error)) {
 		job->status = is_unavailable(&error) ? LOOKUP_UNAVAILABLE : LOOKUP_FAILED;
@@ -191,6 +199,13 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 	mongoc_cursor_destroy(cursor);
 	bson_destroy(&filter);
 	bson_destroy(&options);
+	/* No server was selected: no command went out, so no round trip to time. */
+	if (error.domain != MONGOC_ERROR_SERVER_SELECTION)
+		metrics_observe_lookup(metrics, seconds);
+	if (job->status == LOOKUP_UNAVAILABLE)
+		metrics_set_database_up(pool->metrics, 0);
+	else if (job->status != LOOKUP_FAILED)
+		metrics_set_database_up(pool->metrics, 1);
 	return error.domain;
 }
 
@@ -202,20 +217,21 @@ static bool reads_primary(const mongoc_collection_t *collection)
 
 /* primary: the read preference "no such document" read elsewhere is asked again with. */
 static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
-		    const mongoc_read_prefs_t *primary, struct lookup_job *job)
+		    const mongoc_read_prefs_t *primary, struct lookup_job *job,
+		    struct metrics_lookup_thread *metrics)
 {
 	if (clock_ms_until(&job->deadline) <= 0) {
 		job->status = LOOKUP_UNAVAILABLE;
 		snprintf(job->detail, sizeof(job->detail), "deadline passed while queued");
 		return;
 	}
-	uint32_t domain = find_once(pool, collection, NULL, job);
+	uint32_t domain = find_once(pool, collection, NULL, job, metrics);
 	/* A stale pooled socket fails fast; one more try if most of the time is left. */
 	if (domain == MONGOC_ERROR_STREAM &&
 	    clock_ms_until(&job->deadline) > (long)pool->timeout_ms / 2) {
 		log_debug("lookup %s: retrying after: %s", job->mid, job->detail);
 		job->detail[0] = '\0';
-		find_once(pool, collection, NULL, job);
+		find_once(pool, collection, NULL, job, metrics);
 	}
 	/*
 	 * Not found on a member that may lag: the primary decides, before a 404 is
@@ -233,7 +249,7 @@ static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
 		log_debug("lookup %s: not found reading %s: asking the primary", job->mid,
 			  lookup_read_mode_name(mongoc_read_prefs_get_mode(
 				  mongoc_collection_get_read_prefs(collection))));
-		find_once(pool, collection, primary, job);
+		find_once(pool, collection, primary, job, metrics);
 	}
 }
 
@@ -269,9 +285,11 @@ static void *lookup_thread(void *arg)
 	/* The thread's own, like its client and collection (libmongoc's objects are not shared). */
 	mongoc_read_prefs_t *primary = mongoc_read_prefs_new(MONGOC_READ_PRIMARY);
 	struct lookup_job *job;
+	struct metrics_lookup_thread *metrics =
+		metrics_lookup_thread(pool->metrics, atomic_fetch_add(&pool->next_shard, 1));
 
 	while ((job = take_job(pool)) != NULL) {
-		run_job(pool, collection, primary, job);
+		run_job(pool, collection, primary, job, metrics);
 		deliver(job);
 		pthread_mutex_lock(&pool->lock);
 		pool->running--;
@@ -284,7 +302,7 @@ static void *lookup_thread(void *arg)
 }
 
 struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_queued,
-				      char *error, size_t error_size)
+				      struct metrics *metrics, char *error, size_t error_size)
 {
 	struct lookup_pool *pool = calloc(1, sizeof(*pool));
 	mongoc_uri_t *uri = NULL;
@@ -297,6 +315,7 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 	pool->thread_count = config->lookup_threads;
 	pool->timeout_ms = config->lookup_timeout_ms;
 	pool->max_queued = max_queued;
+	pool->metrics = metrics;
 	pool->database = strdup(config->database);
 	pool->collection = strdup(config->collection);
 	pool->path_field = strdup(config->path_field);

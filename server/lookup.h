@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "objectid.h"
 #include "validators.h"
 
@@ -57,9 +58,13 @@ struct lookup_pool;
  * believed: a track inserted a moment ago may not have reached the member read.
  */
 
-/* Connects nothing yet (libmongoc connects lazily); NULL with a message on a bad URI. */
+/*
+ * Connects nothing yet (libmongoc connects lazily); NULL with a message on a
+ * bad URI. Each lookup thread counts its round trips in its own shard of
+ * metrics (which may be NULL) and reports whether the database answered.
+ */
 struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_queued,
-				      char *error, size_t error_size);
+				      struct metrics *metrics, char *error, size_t error_size);
 
 /* Whether the pool could be built from config's URI (parsed as lookup_pool_start would, nothing connected); -1 with a message. */
 int lookup_check_uri(const struct config *config, char *error, size_t error_size);

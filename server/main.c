@@ -27,6 +27,7 @@
 #include "log_files.h"
 #include "lookup.h"
 #include "media.h"
+#include "metrics_listener.h"
 #include "notify.h"
 #include "privileges.h"
 #include "reload.h"
@@ -219,6 +220,10 @@ static int serve(const struct config *config, struct service *service, const sig
 	atomic_uint open_connections = 0;
 	unsigned started = 0;
 	int status = EXIT_CONFIG;
+	struct metrics_listener *metrics_listener = NULL;
+	struct metrics_sources metrics_sources = {service->metrics, service->lookup_cache,
+						  service->file_cache, &open_connections,
+						  MUSICD_VERSION};
 
 	if (workers == NULL)
 		return fail("out of memory");
@@ -226,10 +231,21 @@ static int serve(const struct config *config, struct service *service, const sig
 		free(workers);
 		return fail(error);
 	}
+	/* Scrapes may start at once: every counter and cache they read exists already. */
+	if (config->metrics_host != NULL &&
+	    (metrics_listener = metrics_listener_start(config->metrics_host, config->metrics_port,
+						       &metrics_sources, error, sizeof(error))) == NULL) {
+		fail(error);
+		for (unsigned i = 0; i < config->workers; i++)
+			close(listen_fds[i]);
+		free(workers);
+		return EXIT_CONFIG;
+	}
 	/* Listeners bound and logs open: nothing left that needs root. */
 	if (user != NULL) {
 		if (privileges_drop(user, error, sizeof(error)) < 0) {
 			fail(error);
+			metrics_listener_stop(metrics_listener);
 			for (unsigned i = 0; i < config->workers; i++)
 				close(listen_fds[i]);
 			free(workers);
@@ -242,9 +258,11 @@ static int serve(const struct config *config, struct service *service, const sig
 		log_warn("running as root: give --user USER to drop to it once the listeners are "
 			 "bound and the logs open");
 	}
-	service->lookups = lookup_pool_start(config, config->max_pending_lookups, error, sizeof(error));
+	service->lookups = lookup_pool_start(config, config->max_pending_lookups, service->metrics,
+					     error, sizeof(error));
 	if (service->lookups == NULL) {
 		fail(error);
+		metrics_listener_stop(metrics_listener);
 		for (unsigned i = 0; i < config->workers; i++)
 			close(listen_fds[i]);
 		free(workers);
@@ -267,6 +285,10 @@ static int serve(const struct config *config, struct service *service, const sig
 	log_info("descriptor limit %llu: at most %u connections at once", descriptor_limit,
 		 config->max_connections);
 	log_info("files are delivered by %s", service->delivery->name);
+	if (metrics_listener != NULL)
+		log_info(strchr(config->metrics_host, ':') ? "metrics on http://[%s]:%u/metrics"
+							    : "metrics on http://%s:%u/metrics",
+			 config->metrics_host, config->metrics_port);
 	char ready[CONFIG_ERROR_MAX];
 	bool v6 = strchr(config->listen_host, ':') != NULL;
 	snprintf(ready, sizeof(ready), "listening on %s%s%s:%u", v6 ? "[" : "", config->listen_host,
@@ -282,6 +304,7 @@ stop: {
 	unsigned grace_ms = SHUTDOWN_GRACE_MS;
 	if (grace_ms < config->lookup_timeout_ms + 1000)
 		grace_ms = config->lookup_timeout_ms + 1000;
+	metrics_listener_stop(metrics_listener);
 	stop_workers(workers, started, service->lookups, grace_ms);
 	service->lookups = NULL;
 	free(workers);
@@ -378,8 +401,9 @@ int main(int argc, char **argv)
 	service.file_cache = file_cache_new(config.open_file_cache_entries,
 					    config.open_file_cache_valid,
 					    config.open_file_cache_inactive);
-	if (service.lookup_cache == NULL || service.file_cache == NULL) {
-		status = fail("out of memory for the caches");
+	service.metrics = metrics_new(config.workers, config.lookup_threads);
+	if (service.lookup_cache == NULL || service.file_cache == NULL || service.metrics == NULL) {
+		status = fail("out of memory for the caches and counters");
 		goto out_caches;
 	}
 	mongoc_log_set_handler(on_mongoc_log, NULL);
@@ -392,6 +416,7 @@ int main(int argc, char **argv)
 
 	mongoc_cleanup();
 out_caches:
+	metrics_free(service.metrics);
 	file_cache_free(service.file_cache);
 	lookup_cache_free(service.lookup_cache);
 	libevent_global_shutdown();

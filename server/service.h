@@ -15,6 +15,7 @@
 #include "lookup_cache.h"
 #include "lookup.h"
 #include "media.h"
+#include "metrics.h"
 #include "proxy_trust.h"
 #include "settings.h"
 
@@ -26,6 +27,7 @@ struct service {
 	struct lookup_cache *lookup_cache; /* internally locked */
 	struct file_cache *file_cache;	   /* internally locked */
 	const struct delivery *delivery;   /* sendfile or an offload strategy */
+	struct metrics *metrics;	   /* one shard per worker and lookup thread */
 };
 
 #endif

@@ -93,6 +93,7 @@ int worker_init(struct worker *worker, unsigned index, const struct service *ser
 		.lookups = service->lookups,
 		.open_connections = open_connections,
 		.max_connections = service->config->max_connections,
+		.metrics = metrics_worker(service->metrics, index),
 	};
 
 	/* Coalesces the enable/disable pairs evhttp makes per request into at most one epoll_ctl. */

@@ -43,6 +43,13 @@ class Musicd:
 
     def __init__(self, args, workdir, port, env=None, access_log=None, descriptor_limit=None):
         self.args = [str(require_binary())] + [str(a) for a in args]
+        # Each musicd's metrics listener on a free port of its own, unless the test chose one:
+        # the default (127.0.0.1:23002) would be shared by every musicd the suite starts.
+        self.metrics_port = None
+        if "metrics-listen" in supported_options() and not any(
+                a.startswith("--metrics-listen") for a in self.args):
+            self.metrics_port = free_port()
+            self.args += ["--metrics-listen", f"127.0.0.1:{self.metrics_port}"]
         self.descriptor_limit = descriptor_limit
         self.workdir = pathlib.Path(workdir)
         self.port = port

@@ -104,7 +104,7 @@ static void test_every_job_comes_back_once_as_unavailable(void **state)
 {
 	struct fixture *f = *state;
 	char error[256];
-	struct lookup_pool *pool = lookup_pool_start(&f->config, JOBS, error, sizeof(error));
+	struct lookup_pool *pool = lookup_pool_start(&f->config, JOBS, NULL, error, sizeof(error));
 	assert_non_null(pool);
 	for (size_t i = 0; i < JOBS; i++) {
 		f->jobs[i].deadline = clock_deadline_after(TIMEOUT_MS);
@@ -125,7 +125,7 @@ static void test_a_full_queue_refuses_the_next_job(void **state)
 {
 	struct fixture *f = *state;
 	char error[256];
-	struct lookup_pool *pool = lookup_pool_start(&f->config, 2, error, sizeof(error));
+	struct lookup_pool *pool = lookup_pool_start(&f->config, 2, NULL, error, sizeof(error));
 	assert_non_null(pool);
 	for (size_t i = 0; i < 2; i++) {
 		f->jobs[i].deadline = clock_deadline_after(TIMEOUT_MS);
@@ -146,7 +146,7 @@ static void test_stopping_answers_queued_jobs(void **state)
 	char error[256];
 	f->config.lookup_threads = 1;
 	f->config.lookup_timeout_ms = 60000; /* nothing finishes on its own during the test */
-	struct lookup_pool *pool = lookup_pool_start(&f->config, JOBS, error, sizeof(error));
+	struct lookup_pool *pool = lookup_pool_start(&f->config, JOBS, NULL, error, sizeof(error));
 	assert_non_null(pool);
 	for (size_t i = 0; i < JOBS; i++) {
 		f->jobs[i].deadline = clock_deadline_after(60000);
@@ -164,7 +164,7 @@ static void test_a_job_whose_deadline_passed_in_the_queue_is_not_run(void **stat
 {
 	struct fixture *f = *state;
 	char error[256];
-	struct lookup_pool *pool = lookup_pool_start(&f->config, JOBS, error, sizeof(error));
+	struct lookup_pool *pool = lookup_pool_start(&f->config, JOBS, NULL, error, sizeof(error));
 	assert_non_null(pool);
 	f->jobs[0].deadline = clock_deadline_after(0);
 	assert_int_equal(lookup_submit(pool, &f->jobs[0]), 0);
