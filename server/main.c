@@ -164,8 +164,13 @@ static int fail(const char *message)
 /* Opens every worker's listening socket; -1 with a message. */
 static int open_listeners(const struct config *config, int *fds, char *error, size_t error_size)
 {
-	if (listener_check_free(config->listen_host, config->listen_port, error, error_size) < 0)
+	int shared = listener_probe(config->listen_host, config->listen_port, error, error_size);
+	if (shared < 0)
 		return -1;
+	if (shared)
+		log_warn("%s port %u is already served with SO_REUSEPORT by another process of this "
+			 "user (a musicd being replaced?): the two share it until that one stops",
+			 config->listen_host, config->listen_port);
 	for (unsigned i = 0; i < config->workers; i++) {
 		fds[i] = listener_open(config->listen_host, config->listen_port, error, error_size);
 		if (fds[i] < 0) {
