@@ -2,8 +2,8 @@
  * main: start-up and shutdown. Everything that can be wrong with the
  * configuration (options, config file, media roots, access log, listen
  * address, MongoDB URI) is found here and reported in one line with exit
- * status 2, before a single connection is accepted. SIGINT and SIGTERM stop
- * accepting, let responses in flight finish (bounded), and exit 0.
+ * status 2, before a single connection is accepted. SIGINT and SIGTERM drain
+ * it without dropping a connection (worker.c, exchange.c; bounded), and exit 0.
  */
 #include <event2/event.h>
 #include <event2/thread.h>
