@@ -47,8 +47,6 @@
 #define ACCEPT_PAUSE_MS 100
 /* Accept errors and refused connections are reported at most this often. */
 #define REPORT_INTERVAL_SECONDS 10
-/* Unread input dropped before closing after a 408, so the close is a FIN, not an RST. */
-#define DISCARD_BEFORE_CLOSE_MAX (64 * 1024)
 /* Content-Length or Transfer-Encoding lines looked at; more than this is refused. */
 #define FRAMING_LINES_MAX 8
 /* Head writes (head, then each part of a multipart body) before leaving it to the loop. */
@@ -345,14 +343,33 @@ static void await_next_head(struct connection *connection)
 		head_begins(connection); /* out of memory: count from now, which is stricter */
 }
 
-/* Reads and drops what the client already sent (bounded), then closes the connection. */
-static void discard_input_and_close(struct connection *connection)
+/*
+ * The connection is ending: evhttp closes its descriptor when it frees it
+ * (bufferevent_free, BEV_OPT_CLOSE_ON_FREE), which would reset a connection
+ * with unread input. A duplicate keeps the socket for a lingering close and
+ * holds its place under --max-connections until then. Out of descriptors,
+ * evhttp's close stands.
+ */
+static void linger_after(struct exchange_server *server, evutil_socket_t fd)
 {
-	char scratch[4096];
-	for (size_t dropped = 0; dropped < DISCARD_BEFORE_CLOSE_MAX; dropped += sizeof(scratch)) {
-		if (recv(connection->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
-			break;
-	}
+	evutil_socket_t kept = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (kept < 0)
+		return;
+	atomic_fetch_add(server->settings->open_connections, 1);
+	linger_close(&server->lingering, kept);
+}
+
+static void on_lingered(void *arg)
+{
+	struct exchange_server *server = arg;
+	atomic_fetch_sub(server->settings->open_connections, 1);
+	check_drained(server);
+}
+
+/* Closes the connection with a lingering close: what the client sent or still sends is dropped. */
+static void linger_and_close(struct connection *connection)
+{
+	linger_after(connection->server, connection->fd);
 	/* Runs on_connection_freed. */
 	evhttp_connection_free(connection->evcon);
 }
@@ -387,7 +404,7 @@ static void on_head_timeout(struct connection *connection)
 				       MSG_DONTWAIT | MSG_NOSIGNAL);
 		(void)ignored;
 	}
-	discard_input_and_close(connection);
+	linger_and_close(connection);
 }
 
 static void end_request_side(struct exchange *exchange, struct evhttp_connection *evcon);
@@ -683,29 +700,6 @@ static void stop_waiting(struct exchange *exchange)
 		event_free(exchange->deadline);
 		exchange->deadline = NULL;
 	}
-}
-
-/*
- * The connection is ending: evhttp closes its descriptor when it frees it
- * (bufferevent_free, BEV_OPT_CLOSE_ON_FREE), which would reset a connection
- * with unread input. A duplicate keeps the socket for a lingering close and
- * holds its place under --max-connections until then. Out of descriptors,
- * evhttp's close stands.
- */
-static void linger_after(struct exchange_server *server, evutil_socket_t fd)
-{
-	evutil_socket_t kept = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (kept < 0)
-		return;
-	atomic_fetch_add(server->settings->open_connections, 1);
-	linger_close(&server->lingering, kept);
-}
-
-static void on_lingered(void *arg)
-{
-	struct exchange_server *server = arg;
-	atomic_fetch_sub(server->settings->open_connections, 1);
-	check_drained(server);
 }
 
 /* Every byte was written (evhttp_send_done): evhttp is about to reuse or free the connection. */
@@ -1190,15 +1184,8 @@ static void on_last_call(evutil_socket_t fd, short what, void *arg)
 	/* A request read or arriving ends with "Connection: close"; a half head, with its deadline. */
 	if (connection->current != NULL || !connection_silent(connection))
 		return;
-	struct exchange_server *server = connection->server;
-	evutil_socket_t socket_fd = connection->fd;
-	evutil_socket_t kept = fcntl(socket_fd, F_DUPFD_CLOEXEC, 0);
-	/* Runs on_connection_freed, which frees connection and this timer (not pending now). */
-	evhttp_connection_free(connection->evcon);
-	if (kept >= 0) {
-		atomic_fetch_add(server->settings->open_connections, 1);
-		linger_close(&server->lingering, kept);
-	}
+	/* Frees connection and this timer (not pending now). */
+	linger_and_close(connection);
 }
 
 static void start_last_call(struct connection *connection)

@@ -11,7 +11,7 @@ the moment of the swap, no request fails, no client sees a reset, and every body
 
 Connections queued on a listener at the instant it closes are handed to the other listeners
 of the port only when net.ipv4.tcp_migrate_req is 1 (the README asks operators to set it);
-this test sets it as root and puts the old value back.
+the swap tests set it where they can (as root) and put the old value back.
 """
 
 import pathlib
@@ -40,18 +40,22 @@ START_RANGE = "bytes=0-65535"  # what a player asks for first
 
 @pytest.fixture
 def reqs_migrate():
-    """net.ipv4.tcp_migrate_req = 1 for the test, the old value restored after it."""
+    """net.ipv4.tcp_migrate_req = 1 for the test where it can be set (as root), the old value
+    restored after it. Elsewhere the test runs as it is: musicd closes a listener only once
+    nothing is queued on it, which leaves a window of microseconds, not a test's seconds."""
     try:
         old = MIGRATE_REQ.read_text().strip()
     except OSError:
-        pytest.skip(f"{MIGRATE_REQ} is not readable on this kernel")
-    if old != "1":
+        old = None  # a kernel before 5.14
+    changed = False
+    if old is not None and old != "1":
         try:
             MIGRATE_REQ.write_text("1\n")
-        except OSError as e:
-            pytest.skip(f"needs net.ipv4.tcp_migrate_req=1 (as root), here {old}: {e}")
+            changed = True
+        except OSError:
+            pass
     yield
-    if old != "1":
+    if changed:
         MIGRATE_REQ.write_text(old + "\n")
 
 
@@ -238,3 +242,22 @@ def test_a_second_musicd_on_the_port_says_it_shares_it(musicd, library):
     assert new.wait_for_stderr("share it")
     assert "share" not in old.stderr_text()
     socket.create_connection(("127.0.0.1", old.port), timeout=TIMEOUT).close()
+
+
+def test_a_response_that_ends_its_connection_is_not_cut_by_a_reset(server, library):
+    # The client asks for a download with "Connection: close" and, while it comes, sends
+    # another request (a pipelining client may). musicd reads nothing while it writes, so it
+    # ends the connection with that request unread: a plain close() would send an RST, and
+    # the kernel would throw away what it had not yet sent of the download. A lingering close
+    # sends a FIN after the download instead.
+    big = library.add(library.media.big, "big.mp3")
+    s = httpraw.connect(server.port, timeout=TIMEOUT, rcvbuf=65536)
+    s.sendall(httpraw.request_bytes("GET", big.url_path, headers={"Connection": "close"}))
+    first = s.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200"), first[:200]
+    s.sendall(httpraw.request_bytes("GET", "/healthz"))
+    data, how = httpraw.read_until_closed(s, TIMEOUT, limit=big.size + 65536)
+    s.close()
+    assert how == "eof", f"{how} after {len(first) + len(data)} bytes"
+    r, rest = httpraw.parse_response(first + data)
+    assert r.status == 200 and r.body == big.data and rest == b""
