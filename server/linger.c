@@ -50,7 +50,7 @@ static void on_linger_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct lingering *linger = arg;
 	char scratch[4096];
-	if (what & EV_TIMEOUT || clock_seconds_since(&linger->started) * 1000 >= LINGER_MS) {
+	if ((what & EV_TIMEOUT) || clock_seconds_since(&linger->started) * 1000 >= LINGER_MS) {
 		linger_end(linger, 1);
 		return;
 	}

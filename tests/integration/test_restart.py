@@ -39,7 +39,7 @@ START_RANGE = "bytes=0-65535"  # what a player asks for first
 
 
 @pytest.fixture
-def reqs_migrate():
+def migrate_req():
     """net.ipv4.tcp_migrate_req = 1 for the test where it can be set (as root), the old value
     restored after it. Elsewhere the test runs as it is: musicd closes a listener only once
     nothing is queued on it, which leaves a window of microseconds, not a test's seconds."""
@@ -151,7 +151,7 @@ def request_at(s, reader, track, swap, offset, results):
 
 
 def test_a_replaced_musicd_drops_no_request_and_resets_no_connection(musicd, library,
-                                                                     reqs_migrate):
+                                                                     migrate_req):
     short = library.add(library.media.short, "short.mp3")
     big = library.add(library.media.big, "big.mp3")
     old = musicd.start()
