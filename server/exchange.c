@@ -12,7 +12,10 @@
  * exchange (on_request); its response goes out through exchange_send, with
  * reading off until it is written; then (on_complete) the next head's
  * deadline starts at its first byte. evhttp frees the connection on an
- * error, a timeout or Connection: close, and tells us (on_connection_freed).
+ * error, a timeout or Connection: close, and tells us (on_connection_freed);
+ * after a response that ends it, the socket gets a lingering close
+ * (linger.c). Draining (exchange_server_drain) closes the listener, then lets
+ * each connection go once it has nothing more on its way.
  */
 #include "exchange.h"
 
@@ -22,6 +25,8 @@
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +36,7 @@
 
 #include "clock.h"
 #include "framing.h"
+#include "linger.h"
 #include "log.h"
 
 /* nginx's status for a client that closed the connection before the response. */
@@ -41,14 +47,20 @@
 #define ACCEPT_PAUSE_MS 100
 /* Accept errors and refused connections are reported at most this often. */
 #define REPORT_INTERVAL_SECONDS 10
-/* Unread input dropped before closing after a 408, so the close is a FIN, not an RST. */
-#define DISCARD_BEFORE_CLOSE_MAX (64 * 1024)
 /* Content-Length or Transfer-Encoding lines looked at; more than this is refused. */
 #define FRAMING_LINES_MAX 8
 /* Head writes (head, then each part of a multipart body) before leaving it to the loop. */
 #define FLUSH_WRITES_MAX 8
 /* X-Forwarded-For lines read as one list for the access log. */
 #define FORWARDED_LINES_MAX 32
+/*
+ * Draining: how long an idle keep-alive connection is still read for a
+ * request its client may be sending right now (answered, with "Connection:
+ * close") before it is closed.
+ */
+#define DRAIN_LAST_CALL_MS 1000
+/* Draining: loop passes spent accepting what is queued on the listener before closing it. */
+#define BACKLOG_PASSES_MAX 64
 
 /* Something worth a log line, reported at most once per interval with a count. */
 struct report {
@@ -70,6 +82,7 @@ struct connection {
 	struct exchange *current;	       /* the exchange being answered, or NULL */
 	int peer_closed;		       /* the client's FIN arrived while a request waited */
 	int counted;			       /* holds a place under --max-connections */
+	struct event *last_call;	       /* draining: the wait for a request on its way */
 };
 
 struct exchange_server {
@@ -85,11 +98,15 @@ struct exchange_server {
 
 	struct connection **by_fd; /* this server's connections by socket */
 	size_t by_fd_size;
+	unsigned connections;	   /* struct connections not yet freed */
 	unsigned live;		   /* exchanges not yet ended */
+	struct linger_set lingering; /* connections ended, closing (each counted as open) */
 	int draining;
 	int freeing;
-	void (*on_idle)(void *arg);
-	void *on_idle_arg;
+	struct event *backlog_pass; /* draining: accepting what is queued, then closing */
+	unsigned backlog_passes;
+	void (*on_drained)(void *arg);
+	void *on_drained_arg;
 
 	struct event *accept_resume;
 	struct report accept_errors, refused;
@@ -106,6 +123,7 @@ struct exchange {
 	uint64_t body_length; /* body bytes the response promised */
 	int refs;
 	int close_after;
+	int closes;	      /* the connection ends after the response (as evhttp_send_done decides) */
 	int refused;
 	int deadline_passed; /* the lookup deadline answered before the lookup ended */
 
@@ -120,6 +138,9 @@ struct exchange {
 };
 
 static void exchange_release(struct exchange *exchange);
+static void check_drained(struct exchange_server *server);
+static void start_last_call(struct connection *connection);
+static void on_backlog_pass(evutil_socket_t fd, short what, void *arg);
 
 /* --- Reports --- */
 
@@ -270,7 +291,11 @@ static void connection_free(struct connection *connection)
 	if (connection->counted)
 		atomic_fetch_sub(server->settings->open_connections, 1);
 	event_free(connection->timer);
+	if (connection->last_call != NULL)
+		event_free(connection->last_call);
 	free(connection);
+	server->connections--;
+	check_drained(server);
 }
 
 /*
@@ -319,14 +344,33 @@ static void await_next_head(struct connection *connection)
 		head_begins(connection); /* out of memory: count from now, which is stricter */
 }
 
-/* Reads and drops what the client already sent (bounded), then closes the connection. */
-static void discard_input_and_close(struct connection *connection)
+/*
+ * The connection is ending: evhttp closes its descriptor when it frees it
+ * (bufferevent_free, BEV_OPT_CLOSE_ON_FREE), which would reset a connection
+ * with unread input. A duplicate keeps the socket for a lingering close and
+ * holds its place under --max-connections until then. Out of descriptors,
+ * evhttp's close stands.
+ */
+static void linger_after(struct exchange_server *server, evutil_socket_t fd)
 {
-	char scratch[4096];
-	for (size_t dropped = 0; dropped < DISCARD_BEFORE_CLOSE_MAX; dropped += sizeof(scratch)) {
-		if (recv(connection->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
-			break;
-	}
+	evutil_socket_t kept = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (kept < 0)
+		return;
+	atomic_fetch_add(server->settings->open_connections, 1);
+	linger_close(&server->lingering, kept);
+}
+
+static void on_lingered(void *arg)
+{
+	struct exchange_server *server = arg;
+	atomic_fetch_sub(server->settings->open_connections, 1);
+	check_drained(server);
+}
+
+/* Closes the connection with a lingering close: what the client sent or still sends is dropped. */
+static void linger_and_close(struct connection *connection)
+{
+	linger_after(connection->server, connection->fd);
 	/* Runs on_connection_freed. */
 	evhttp_connection_free(connection->evcon);
 }
@@ -363,7 +407,7 @@ static void on_head_timeout(struct connection *connection)
 				       MSG_DONTWAIT | MSG_NOSIGNAL);
 		(void)ignored;
 	}
-	discard_input_and_close(connection);
+	linger_and_close(connection);
 }
 
 static void end_request_side(struct exchange *exchange, struct evhttp_connection *evcon);
@@ -395,6 +439,8 @@ static void set_up_connection(struct connection *connection)
 		bufferevent_decref(connection->bev);
 		event_free(connection->timer);
 		free(connection);
+		server->connections--;
+		check_drained(server);
 		return;
 	}
 	connection->evcon = evcon;
@@ -424,6 +470,8 @@ static void set_up_connection(struct connection *connection)
 	}
 	/* The first head's deadline runs from the connection's start. */
 	head_begins(connection);
+	if (server->draining)
+		start_last_call(connection); /* taken from the backlog of a closing listener */
 }
 
 static void on_head_deadline(struct connection *connection)
@@ -478,6 +526,7 @@ static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
 	connection->server = server;
 	connection->bev = bev;
 	connection->fd = -1;
+	server->connections++;
 	/* Keeps bev alive if evhttp frees the connection before the set-up runs. */
 	bufferevent_incref(bev);
 	event_active(connection->timer, EV_TIMEOUT, 1);
@@ -681,17 +730,25 @@ static void on_complete(struct evhttp_request *req, void *arg)
 	count_request(exchange, exchange->status, exchange->body_length);
 	log_access(exchange, evcon, exchange->status, exchange->body_length);
 	bufferevent_set_timeouts(bev, &server->keepalive_timeout, &server->keepalive_timeout);
-	/*
-	 * evhttp_send_done keeps a connection after CONNECT even with "Connection:
-	 * close"; shut down, it reads end-of-file next and frees it.
-	 */
-	if (exchange->close_after)
-		shutdown(bufferevent_getfd(bev), SHUT_RDWR);
+	int closes = exchange->closes || exchange->close_after;
+	if (closes) {
+		/*
+		 * evhttp_is_request_connection_close ignores "Connection: close"
+		 * after CONNECT; the request is done, so it is made to look like any
+		 * other and evhttp_send_done frees the connection, as after the rest.
+		 */
+		req->type = EVHTTP_REQ_GET;
+		linger_after(server, bufferevent_getfd(bev));
+	}
 	stop_waiting(exchange);
 	if (connection != NULL) {
 		connection->current = NULL;
-		if (!exchange->close_after)
+		if (!closes) {
 			await_next_head(connection);
+			/* Its head promised keep-alive: the client may send its next request now. */
+			if (server->draining)
+				start_last_call(connection);
+		}
 	}
 	exchange->req = NULL;
 	exchange->connection = NULL;
@@ -786,11 +843,7 @@ static void exchange_release(struct exchange *exchange)
 	struct exchange_server *server = exchange->server;
 	free(exchange);
 	server->live--;
-	if (server->live == 0 && server->on_idle != NULL && !server->freeing) {
-		void (*on_idle)(void *arg) = server->on_idle;
-		server->on_idle = NULL;
-		on_idle(server->on_idle_arg);
-	}
+	check_drained(server);
 }
 
 /* --- Waiting --- */
@@ -1006,6 +1059,10 @@ void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_l
 	head->http_minor = req->minor;
 	head->date = clock_date(&server->date);
 	head->connection = connection_header(exchange);
+	/* evhttp_send_done's rule: before HTTP/1.1 only "Connection: keep-alive" keeps it. */
+	exchange->closes = head->connection == HEAD_CONNECTION_CLOSE ||
+			   ((req->major < 1 || (req->major == 1 && req->minor < 1)) &&
+			    head->connection != HEAD_CONNECTION_KEEP_ALIVE);
 	size_t length = head_format(text, sizeof(text), head);
 	if (length == 0 || evbuffer_add(output, text, length) < 0) {
 		log_error("cannot format or queue a %d response head; closing the connection",
@@ -1061,12 +1118,14 @@ struct exchange_server *exchange_server_new(struct event_base *base, int listen_
 	const struct config *config = &settings_slot_current(settings->snapshots)->config;
 	struct exchange_server *server = calloc(1, sizeof(*server));
 	if (server == NULL || (server->http = evhttp_new(base)) == NULL ||
-	    (server->accept_resume = evtimer_new(base, on_accept_resume, server)) == NULL) {
+	    (server->accept_resume = evtimer_new(base, on_accept_resume, server)) == NULL ||
+	    (server->backlog_pass = evtimer_new(base, on_backlog_pass, server)) == NULL) {
 		snprintf(error, error_size, "out of memory for an HTTP server");
 		goto fail;
 	}
 	server->base = base;
 	server->settings = settings;
+	linger_set_init(&server->lingering, base, on_lingered, server);
 	server->on_request = on_request;
 	server->arg = arg;
 	server->keepalive_timeout = (struct timeval){.tv_sec = config->keepalive_timeout};
@@ -1111,6 +1170,8 @@ fail:
 	if (server != NULL) {
 		if (server->accept_resume != NULL)
 			event_free(server->accept_resume);
+		if (server->backlog_pass != NULL)
+			event_free(server->backlog_pass);
 		if (server->http != NULL)
 			evhttp_free(server->http); /* closes a bound socket */
 		free(server);
@@ -1118,32 +1179,128 @@ fail:
 	return NULL;
 }
 
-void exchange_server_stop_accepting(struct exchange_server *server)
+/* --- Draining --- */
+
+/*
+ * The drain's order: the listener closes first, so no new connection comes
+ * (the kernel sends them to the other SO_REUSEPORT listeners, the new
+ * process's), then connections go one by one as each finishes what it is
+ * doing. Nothing is closed under a client: a request already read or being
+ * read is answered with "Connection: close"; an idle connection gets a last
+ * call (a request on its way is still answered) and then a lingering close.
+ */
+
+static void check_drained(struct exchange_server *server)
 {
-	server->draining = 1;
-	evtimer_del(server->accept_resume);
-	if (server->bound != NULL) {
-		unregister_listener(server->listener);
-		evhttp_del_accept_socket(server->http, server->bound);
-		server->bound = NULL;
-		server->listener = NULL;
-	}
+	if (!server->draining || server->freeing || server->on_drained == NULL)
+		return;
+	if (server->bound != NULL || server->live > 0 || server->connections > 0 ||
+	    server->lingering.count > 0)
+		return;
+	void (*on_drained)(void *arg) = server->on_drained;
+	server->on_drained = NULL;
+	on_drained(server->on_drained_arg);
 }
 
-void exchange_server_when_idle(struct exchange_server *server, void (*on_idle)(void *arg),
-			       void *arg)
+static void close_listener(struct exchange_server *server)
 {
-	if (server->live == 0) {
-		on_idle(arg);
+	if (server->bound == NULL)
+		return;
+	unregister_listener(server->listener);
+	evhttp_del_accept_socket(server->http, server->bound); /* closes the socket */
+	server->bound = NULL;
+	server->listener = NULL;
+}
+
+/* Nothing of the client's is waiting to be read: no request is on its way. */
+static int connection_silent(struct connection *connection)
+{
+	char byte;
+	if (evbuffer_get_length(bufferevent_get_input(connection->bev)) > 0)
+		return 0;
+	return recv(connection->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+}
+
+static void on_last_call(evutil_socket_t fd, short what, void *arg)
+{
+	struct connection *connection = arg;
+	(void)fd;
+	(void)what;
+	/* A request read or arriving ends with "Connection: close"; a half head, with its deadline. */
+	if (connection->current != NULL || !connection_silent(connection))
+		return;
+	/* Frees connection and this timer (not pending now). */
+	linger_and_close(connection);
+}
+
+static void start_last_call(struct connection *connection)
+{
+	struct timeval wait = {.tv_sec = DRAIN_LAST_CALL_MS / 1000,
+			       .tv_usec = (DRAIN_LAST_CALL_MS % 1000) * 1000};
+	if (connection->last_call == NULL)
+		connection->last_call =
+			evtimer_new(connection->server->base, on_last_call, connection);
+	/* Without it the connection is closed with the loop, at the end of the grace period. */
+	if (connection->last_call != NULL)
+		evtimer_add(connection->last_call, &wait);
+}
+
+/*
+ * Closing a listener resets the connections queued on it, unless
+ * net.ipv4.tcp_migrate_req hands them to the port's other listeners. So it
+ * is closed only once nothing is queued: while poll says a connection is
+ * waiting, another loop pass lets evconnlistener's read callback (which
+ * accepts until EAGAIN) take it; the timer's zero timeout runs after the
+ * pass's I/O callbacks.
+ */
+static void on_backlog_pass(evutil_socket_t fd, short what, void *arg)
+{
+	struct exchange_server *server = arg;
+	(void)fd;
+	(void)what;
+	if (server->bound == NULL)
+		return;
+	struct pollfd queued = {.fd = evconnlistener_get_fd(server->listener), .events = POLLIN};
+	if (++server->backlog_passes < BACKLOG_PASSES_MAX && poll(&queued, 1, 0) > 0) {
+		struct timeval now = {0, 0};
+		evtimer_add(server->backlog_pass, &now);
 		return;
 	}
-	server->on_idle = on_idle;
-	server->on_idle_arg = arg;
+	close_listener(server);
+	check_drained(server);
+}
+
+void exchange_server_drain(struct exchange_server *server, void (*on_drained)(void *arg),
+			   void *arg)
+{
+	server->draining = 1;
+	server->on_drained = on_drained;
+	server->on_drained_arg = arg;
+	evtimer_del(server->accept_resume);
+	if (server->bound != NULL) {
+		evconnlistener_enable(server->listener); /* if an accept error paused it */
+		on_backlog_pass(-1, EV_TIMEOUT, server);
+	}
+	for (size_t fd = 0; fd < server->by_fd_size; fd++) {
+		struct connection *connection = server->by_fd[fd];
+		if (connection == NULL)
+			continue;
+		if (connection->current == NULL)
+			start_last_call(connection);
+		else if (connection->current->status == 0)
+			exchange_close_after_response(connection->current); /* not answered yet */
+	}
+	check_drained(server);
 }
 
 unsigned exchange_server_live(const struct exchange_server *server)
 {
 	return server->live;
+}
+
+unsigned exchange_server_open(const struct exchange_server *server)
+{
+	return server->connections + server->lingering.count;
 }
 
 void exchange_server_free(struct exchange_server *server)
@@ -1155,7 +1312,10 @@ void exchange_server_free(struct exchange_server *server)
 		unregister_listener(server->listener);
 	/* Frees every connection: each one's close callback ends its request side. */
 	evhttp_free(server->http);
+	atomic_fetch_sub(server->settings->open_connections, server->lingering.count);
+	linger_set_clear(&server->lingering);
 	event_free(server->accept_resume);
+	event_free(server->backlog_pass);
 	free(server->by_fd);
 	free(server);
 }

@@ -13,6 +13,8 @@
  *     keep-alive timeout, the no-progress send timeout, input bounded while
  *     a request waits or a response is written, and a client's FIN ending
  *     only its reading (the answer is still written in full);
+ *   - stopping without dropping a connection (exchange_server_drain), and
+ *     a lingering close for every connection it ends after a response;
  *   - each request (an exchange): framing that could smuggle a request is
  *     refused, the wait for work finishing later (a lookup) while watching
  *     for the client really leaving (an RST or hang-up, not a FIN), the
@@ -63,15 +65,22 @@ struct exchange_server *exchange_server_new(struct event_base *base, int listen_
 					    exchange_request_cb on_request, void *arg, char *error,
 					    size_t error_size);
 
-/* Stops accepting; later responses say "Connection: close". From the server's thread. */
-void exchange_server_stop_accepting(struct exchange_server *server);
-
-/* Calls on_idle(arg) once no exchange is live (at once if none is). From the server's thread. */
-void exchange_server_when_idle(struct exchange_server *server, void (*on_idle)(void *arg),
-			       void *arg);
+/*
+ * Stops serving without dropping a connection, then calls on_drained(arg)
+ * once no connection is left (at once if none is). The listener closes first,
+ * once what is queued on it is accepted; every request read or on its way is
+ * answered with "Connection: close"; an idle keep-alive connection is given
+ * a last call for a request on its way, then a lingering close (FIN, then
+ * reading until the client's). From the server's thread.
+ */
+void exchange_server_drain(struct exchange_server *server, void (*on_drained)(void *arg),
+			   void *arg);
 
 /* Exchanges not yet ended. */
 unsigned exchange_server_live(const struct exchange_server *server);
+
+/* Connections open, lingering ones included. */
+unsigned exchange_server_open(const struct exchange_server *server);
 
 /* Closes every connection and frees the server (after its loop stopped). */
 void exchange_server_free(struct exchange_server *server);

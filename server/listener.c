@@ -63,18 +63,33 @@ static int bind_socket(const char *host, uint16_t port, int reuse_port, char *er
 		goto fail;
 	}
 	return fd;
-fail:
+fail: {
+	int error_number = errno;
 	close(fd);
+	errno = error_number;
 	return -1;
 }
+}
 
-int listener_check_free(const char *host, uint16_t port, char *error, size_t error_size)
+int listener_probe(const char *host, uint16_t port, char *error, size_t error_size)
 {
 	int fd = bind_socket(host, port, 0, error, error_size);
-	if (fd < 0)
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EADDRINUSE)
 		return -1;
+	/*
+	 * Only sockets that all set SO_REUSEPORT, owned by this same user, let
+	 * this bind succeed: the kernel would spread connections between them.
+	 */
+	char ignored[64];
+	fd = bind_socket(host, port, 1, ignored, sizeof(ignored));
+	if (fd < 0)
+		return -1; /* the first message, naming the port in use, stands */
 	close(fd);
-	return 0;
+	return 1;
 }
 
 int listener_open(const char *host, uint16_t port, char *error, size_t error_size)

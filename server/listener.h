@@ -10,10 +10,12 @@
 #include <stdint.h>
 
 /*
- * Fails with a message if anyone (another musicd included) already listens on
- * host:port; SO_REUSEPORT would otherwise let a second instance share it silently.
+ * Who listens on host:port already: 0 nobody; 1 sockets of this same user
+ * that all set SO_REUSEPORT (a musicd being replaced: the kernel would share
+ * the port with it, which the caller says rather than doing silently); -1
+ * with a message when it is taken otherwise or cannot be bound.
  */
-int listener_check_free(const char *host, uint16_t port, char *error, size_t error_size);
+int listener_probe(const char *host, uint16_t port, char *error, size_t error_size);
 
 /* A non-blocking, close-on-exec, SO_REUSEPORT, TCP_NODELAY listening socket, or -1 with a message. */
 int listener_open(const char *host, uint16_t port, char *error, size_t error_size);

@@ -4,8 +4,9 @@
  * address, MongoDB URI) is found here and reported in one line with exit
  * status 2, before a single connection is accepted. Then the main thread
  * waits for signals: SIGUSR1 reopens the logs; SIGHUP re-reads the config
- * file (reload.c); SIGINT and SIGTERM stop accepting, let responses in
- * flight finish (bounded), and exit 0. systemd hears of each step (notify.c).
+ * file (reload.c); SIGINT and SIGTERM drain musicd without dropping a
+ * connection (worker.c, exchange.c; bounded), and exit 0. systemd hears of
+ * each step (notify.c).
  */
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -182,8 +183,13 @@ static int fail(const char *message)
 /* Opens every worker's listening socket; -1 with a message. */
 static int open_listeners(const struct config *config, int *fds, char *error, size_t error_size)
 {
-	if (listener_check_free(config->listen_host, config->listen_port, error, error_size) < 0)
+	int shared = listener_probe(config->listen_host, config->listen_port, error, error_size);
+	if (shared < 0)
 		return -1;
+	if (shared)
+		log_warn("%s port %u is already served with SO_REUSEPORT by another process of this "
+			 "user (a musicd being replaced?): the two share it until that one stops",
+			 config->listen_host, config->listen_port);
 	for (unsigned i = 0; i < config->workers; i++) {
 		fds[i] = listener_open(config->listen_host, config->listen_port, error, error_size);
 		if (fds[i] < 0) {

@@ -177,11 +177,15 @@ struct metrics_listener *metrics_listener_start(const char *host, uint16_t port,
 	}
 	listener->sources = *sources;
 	listener->text_size = METRICS_TEXT_INITIAL;
-	if (listener_check_free(host, port, reason, sizeof(reason)) < 0 ||
-	    (fd = listener_open(host, port, reason, sizeof(reason))) < 0) {
+	int shared = listener_probe(host, port, reason, sizeof(reason));
+	if (shared < 0 || (fd = listener_open(host, port, reason, sizeof(reason))) < 0) {
 		snprintf(error, error_size, "metrics-%s", reason);
 		goto fail;
 	}
+	if (shared) /* a musicd being replaced: scrapes reach either until it stops */
+		log_warn("metrics port %s:%u is already served with SO_REUSEPORT by another process "
+			 "of this user: the two share it until that one stops",
+			 host, port);
 	evhttp_set_gencb(listener->http, on_request, listener);
 	/* Every method reaches on_request, so that the others get 405 rather than evhttp's 501. */
 	evhttp_set_allowed_methods(listener->http,

@@ -1,6 +1,7 @@
 /*
- * worker: the route -> handler table, the worker's loop, and a graceful stop
- * that lets responses in flight finish before the loop exits.
+ * worker: the route -> handler table, the worker's loop, and a graceful stop:
+ * its exchange server drains (no connection dropped) before the loop exits,
+ * within the grace period.
  */
 #include "worker.h"
 
@@ -149,8 +150,10 @@ static void on_drain_deadline(evutil_socket_t fd, short what, void *arg)
 	struct worker *worker = arg;
 	(void)fd;
 	(void)what;
-	log_warn("worker %u: %u responses still in flight at the end of the shutdown grace period",
-		 worker->index, exchange_server_live(worker->server));
+	log_warn("worker %u: %u responses still in flight and %u connections open at the end of "
+		 "the shutdown grace period; closing them",
+		 worker->index, exchange_server_live(worker->server),
+		 exchange_server_open(worker->server));
 	event_base_loopbreak(worker->base);
 }
 
@@ -160,7 +163,6 @@ static void begin_drain(evutil_socket_t fd, short what, void *arg)
 	struct worker *worker = arg;
 	(void)fd;
 	(void)what;
-	exchange_server_stop_accepting(worker->server);
 	if (worker->housekeeping != NULL)
 		event_del(worker->housekeeping);
 	struct timeval grace = {.tv_sec = worker->grace_ms / 1000,
@@ -168,7 +170,7 @@ static void begin_drain(evutil_socket_t fd, short what, void *arg)
 	worker->drain_deadline = evtimer_new(worker->base, on_drain_deadline, worker);
 	if (worker->drain_deadline != NULL)
 		evtimer_add(worker->drain_deadline, &grace);
-	exchange_server_when_idle(worker->server, on_idle, worker);
+	exchange_server_drain(worker->server, on_idle, worker);
 }
 
 void worker_request_stop(struct worker *worker, unsigned grace_ms)

@@ -40,7 +40,11 @@ int worker_init(struct worker *worker, unsigned index, const struct service *ser
 /* Runs the loop on a new thread. */
 int worker_start(struct worker *worker);
 
-/* From any thread: stop accepting, let responses in flight end (up to grace_ms), then exit the loop. */
+/*
+ * From any thread: drain (exchange_server_drain: stop accepting, answer what
+ * is on its way, close idle connections gracefully) for up to grace_ms, then
+ * exit the loop.
+ */
 void worker_request_stop(struct worker *worker, unsigned grace_ms);
 
 /* Waits for the worker's thread to return. */
