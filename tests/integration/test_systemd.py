@@ -154,6 +154,25 @@ def test_stopping_is_sent_on_sigterm(musicd, notify):
     assert server.wait(TIMEOUT) == 0
 
 
+def test_reloading_and_ready_are_sent_around_a_sighup(musicd, notify, tmp_path):
+    config = tmp_path / "musicd.conf"
+    config.write_text("cache-control = max-age=60\n")
+    server = start_notifying(musicd, notify, extra_args=["--config", str(config)])
+    notify.wait_for("READY")
+    config.write_text("cache-control = max-age=120\n")
+    server.send_signal(signal.SIGHUP)
+    pid, fields, _ = notify.wait_for("RELOADING")
+    assert pid == server.pid and fields["RELOADING"] == "1"
+    assert int(fields["MONOTONIC_USEC"]) > 0  # systemd 253 wants it beside RELOADING=1
+    pid, fields, _ = notify.wait_for("READY")
+    assert pid == server.pid and fields["READY"] == "1"
+    server.wait_for_stderr("SIGHUP: settings reloaded")
+
+
+def test_unit_reloads_with_sighup():
+    assert unit_setting(UNIT.read_text(), "ExecReload") == "/bin/kill -HUP $MAINPID"
+
+
 def test_watchdog_pings_come_with_watchdog_usec(musicd, notify):
     server = start_notifying(musicd, notify, env={"WATCHDOG_USEC": "200000"},
                              watchdog_pid="self")
