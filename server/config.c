@@ -83,6 +83,16 @@ static const struct option_spec options[] = {
 	 .default_value = "tracks"},
 	{"path-field", "NAME", STRING(path_field),
 	 .help = "document field with the file's absolute path", .default_value = "path"},
+	{"gridfs-field", "NAME", STRING(gridfs_field),
+	 .help = "field with the GridFS file's ObjectId when the path field is absent; _id: "
+		 "the documents are the fs.files entries",
+	 .default_value = "gridfs_id"},
+	{"gridfs-bucket", "NAME", STRING(gridfs_bucket),
+	 .help = "GridFS bucket (NAME.files, NAME.chunks) in the same database",
+	 .default_value = "fs"},
+	{"gridfs-window", "BYTES", NUMBER(gridfs_window, 1024, 1024 * 1024 * 1024),
+	 .help = "GridFS bytes read ahead per response before waiting for the client",
+	 .default_value = "1048576"},
 	{"media-root", "DIR", LIST(media_roots, media_root_count, CONFIG_MAX_MEDIA_ROOTS),
 	 .help = "directory files may be served from; repeatable, at least one required"},
 	{"workers", "N", NUMBER(workers, 1, CONFIG_MAX_WORKERS), .help = "HTTP worker threads",
@@ -220,6 +230,8 @@ void config_free(struct config *config)
 	free(config->database);
 	free(config->collection);
 	free(config->path_field);
+	free(config->gridfs_field);
+	free(config->gridfs_bucket);
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
 		if (options[i].kind == OPTION_LIST)
 			clear_list(config, &options[i]);

@@ -39,6 +39,14 @@ struct gridfs_span {
 	uint64_t first, last; /* file offsets, inclusive */
 };
 
+/* How a read of GridFS (gridfs_store, on a lookup thread) ended. */
+enum gridfs_store_status {
+	GRIDFS_STORE_OK,
+	GRIDFS_STORE_BAD_DATA,	  /* no such entry, a malformed one, or chunks that contradict it */
+	GRIDFS_STORE_UNAVAILABLE, /* the database did not answer (server selection, socket) */
+	GRIDFS_STORE_FAILED,	  /* any other database error */
+};
+
 /* NULL when length and chunk_size describe a file that can exist, else why not. */
 const char *gridfs_file_check(const struct gridfs_file *file);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "gridfs_store.h"
 #include "log.h"
 
 /* An id no document has: probes make the same round trip as real lookups. */
@@ -27,6 +28,8 @@ struct lookup_pool {
 	char *database;
 	char *collection;
 	char *path_field;
+	char *gridfs_field;  /* "_id": the document is itself the fs.files entry */
+	char *gridfs_bucket;
 	unsigned timeout_ms;
 
 	pthread_mutex_t lock;
@@ -34,6 +37,7 @@ struct lookup_pool {
 	struct lookup_job *queue_head, *queue_tail; /* guarded by lock */
 	unsigned queued, running, max_queued;	   /* guarded by lock */
 	int stopping;				   /* guarded by lock */
+	int joined;
 
 	pthread_t *threads;
 	unsigned thread_count;
@@ -52,8 +56,27 @@ const char *lookup_status_describe(enum lookup_status status)
 		return "database unavailable";
 	case LOOKUP_FAILED:
 		return "database error";
+	case LOOKUP_GRIDFS:
+		return "file in GridFS";
+	case LOOKUP_BAD_DATA:
+		return "inconsistent GridFS data";
 	}
 	return "unknown";
+}
+
+enum lookup_status lookup_status_of_store(enum gridfs_store_status status)
+{
+	switch (status) {
+	case GRIDFS_STORE_OK:
+		return LOOKUP_FOUND;
+	case GRIDFS_STORE_BAD_DATA:
+		return LOOKUP_BAD_DATA;
+	case GRIDFS_STORE_UNAVAILABLE:
+		return LOOKUP_UNAVAILABLE;
+	case GRIDFS_STORE_FAILED:
+		break;
+	}
+	return LOOKUP_FAILED;
 }
 
 static void default_int_option(mongoc_uri_t *uri, const char *name, int32_t value)
@@ -98,9 +121,49 @@ static int is_unavailable(const bson_error_t *error)
 	       error->domain == MONGOC_ERROR_STREAM;
 }
 
-/* One find round trip; fills job->status, path and detail. Returns the bson error domain. */
-static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collection,
-			  struct lookup_job *job)
+static int documents_are_files(const struct lookup_pool *pool)
+{
+	return strcmp(pool->gridfs_field, "_id") == 0;
+}
+
+/* The document has no path: its file is in GridFS if the GridFS field holds an ObjectId. */
+static void find_gridfs_file(struct lookup_pool *pool, mongoc_client_t *client,
+			     const bson_t *document, struct lookup_job *job)
+{
+	bson_iter_t iter;
+	job->status = LOOKUP_NO_PATH;
+	if (!bson_iter_init(&iter, document) ||
+	    !bson_iter_find_descendant(&iter, pool->gridfs_field, &iter) ||
+	    !BSON_ITER_HOLDS_OID(&iter)) {
+		snprintf(job->detail, sizeof(job->detail),
+			 "field '%s' is missing and '%s' holds no ObjectId", pool->path_field,
+			 pool->gridfs_field);
+		return;
+	}
+	job->gridfs = malloc(sizeof(*job->gridfs));
+	if (job->gridfs == NULL) {
+		job->status = LOOKUP_FAILED;
+		snprintf(job->detail, sizeof(job->detail), "out of memory");
+		return;
+	}
+	enum gridfs_store_status status;
+	if (documents_are_files(pool))
+		status = gridfs_store_parse_file(document, job->gridfs, job->detail,
+						 sizeof(job->detail));
+	else
+		status = gridfs_store_find_file(client, pool->database, pool->gridfs_bucket,
+						bson_iter_oid(&iter), job->gridfs, job->detail,
+						sizeof(job->detail));
+	job->status = status == GRIDFS_STORE_OK ? LOOKUP_GRIDFS : lookup_status_of_store(status);
+	if (job->status != LOOKUP_GRIDFS) {
+		free(job->gridfs);
+		job->gridfs = NULL;
+	}
+}
+
+/* One find round trip (two for a file in GridFS); fills job->status, path, gridfs and detail. Returns the bson error domain. */
+static uint32_t find_once(struct lookup_pool *pool, mongoc_client_t *client,
+			  mongoc_collection_t *collection, struct lookup_job *job)
 {
 	const char *mid = job->kind == LOOKUP_PROBE ? PROBE_OBJECTID : job->mid;
 	bson_oid_t oid;
@@ -113,6 +176,10 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 	BSON_APPEND_OID(&filter, "_id", &oid);
 	BSON_APPEND_DOCUMENT_BEGIN(&options, "projection", &projection);
 	BSON_APPEND_INT32(&projection, pool->path_field, 1);
+	if (documents_are_files(pool))
+		gridfs_store_project(&projection);
+	else
+		BSON_APPEND_INT32(&projection, pool->gridfs_field, 1);
 	bson_append_document_end(&options, &projection);
 	BSON_APPEND_INT64(&options, "limit", 1);
 	BSON_APPEND_BOOL(&options, "singleBatch", true);
@@ -122,20 +189,23 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 	if (mongoc_cursor_next(cursor, &document)) {
 		uint32_t length;
 		const char *path;
-		if (bson_iter_init(&iter, document) &&
-		    bson_iter_find_descendant(&iter, pool->path_field, &iter) &&
-		    BSON_ITER_HOLDS_UTF8(&iter) && (path = bson_iter_utf8(&iter, &length)) &&
-		    length > 0 && strlen(path) == length) {
+		int has_path = bson_iter_init(&iter, document) &&
+			       bson_iter_find_descendant(&iter, pool->path_field, &iter);
+		if (has_path && BSON_ITER_HOLDS_UTF8(&iter) &&
+		    (path = bson_iter_utf8(&iter, &length)) && length > 0 &&
+		    strlen(path) == length) {
 			job->status = LOOKUP_FOUND;
 			job->path = strdup(path);
 			if (job->path == NULL) {
 				job->status = LOOKUP_FAILED;
 				snprintf(job->detail, sizeof(job->detail), "out of memory");
 			}
+		} else if (!has_path) {
+			find_gridfs_file(pool, client, document, job);
 		} else {
 			job->status = LOOKUP_NO_PATH;
 			snprintf(job->detail, sizeof(job->detail),
-				 "field '%s' is missing, empty, not a string or holds a NUL",
+				 "field '%s' is empty, not a string or holds a NUL",
 				 pool->path_field);
 		}
 	} else if (mongoc_cursor_error(cursor, &error)) {
@@ -150,21 +220,28 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 	return error.domain;
 }
 
-static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
-		    struct lookup_job *job)
+static void run_job(struct lookup_pool *pool, mongoc_client_t *client,
+		    mongoc_collection_t *collection, struct lookup_job *job)
 {
 	if (clock_ms_until(&job->deadline) <= 0) {
 		job->status = LOOKUP_UNAVAILABLE;
 		snprintf(job->detail, sizeof(job->detail), "deadline passed while queued");
 		return;
 	}
-	uint32_t domain = find_once(pool, collection, job);
+	if (job->kind == LOOKUP_CALL) {
+		struct lookup_call_context context = {client, pool->database, pool->gridfs_bucket};
+		job->call(job, &context);
+		return;
+	}
+	uint32_t domain = find_once(pool, client, collection, job);
 	/* A stale pooled socket fails fast; one more try if most of the time is left. */
 	if (domain == MONGOC_ERROR_STREAM &&
 	    clock_ms_until(&job->deadline) > (long)pool->timeout_ms / 2) {
 		log_debug("lookup %s: retrying after: %s", job->mid, job->detail);
 		job->detail[0] = '\0';
-		find_once(pool, collection, job);
+		free(job->gridfs);
+		job->gridfs = NULL;
+		find_once(pool, client, collection, job);
 	}
 }
 
@@ -200,7 +277,7 @@ static void *lookup_thread(void *arg)
 	struct lookup_job *job;
 
 	while ((job = take_job(pool)) != NULL) {
-		run_job(pool, collection, job);
+		run_job(pool, client, collection, job);
 		deliver(job);
 		pthread_mutex_lock(&pool->lock);
 		pool->running--;
@@ -228,8 +305,11 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 	pool->database = strdup(config->database);
 	pool->collection = strdup(config->collection);
 	pool->path_field = strdup(config->path_field);
+	pool->gridfs_field = strdup(config->gridfs_field);
+	pool->gridfs_bucket = strdup(config->gridfs_bucket);
 	pool->threads = calloc(pool->thread_count, sizeof(*pool->threads));
-	if (!pool->database || !pool->collection || !pool->path_field || !pool->threads)
+	if (!pool->database || !pool->collection || !pool->path_field || !pool->gridfs_field ||
+	    !pool->gridfs_bucket || !pool->threads)
 		goto out_of_memory;
 
 	uri = make_uri(config, pool->thread_count, error, error_size);
@@ -267,6 +347,7 @@ int lookup_submit(struct lookup_pool *pool, struct lookup_job *job)
 	int accepted = 0;
 	job->next_queued = NULL;
 	job->path = NULL;
+	job->gridfs = NULL;
 	job->detail[0] = '\0';
 	pthread_mutex_lock(&pool->lock);
 	if (!pool->stopping && pool->queued + pool->running < pool->max_queued) {
@@ -302,13 +383,21 @@ static void answer_queued_jobs(struct lookup_pool *pool)
 	}
 }
 
-void lookup_pool_stop(struct lookup_pool *pool)
+void lookup_pool_quiesce(struct lookup_pool *pool)
 {
-	if (pool == NULL)
+	if (pool == NULL || pool->joined)
 		return;
 	answer_queued_jobs(pool);
 	for (unsigned i = 0; i < pool->thread_count; i++)
 		pthread_join(pool->threads[i], NULL);
+	pool->joined = 1;
+}
+
+void lookup_pool_stop(struct lookup_pool *pool)
+{
+	if (pool == NULL)
+		return;
+	lookup_pool_quiesce(pool);
 	if (pool->clients != NULL)
 		mongoc_client_pool_destroy(pool->clients);
 	pthread_mutex_destroy(&pool->lock);
@@ -317,5 +406,7 @@ void lookup_pool_stop(struct lookup_pool *pool)
 	free(pool->database);
 	free(pool->collection);
 	free(pool->path_field);
+	free(pool->gridfs_field);
+	free(pool->gridfs_bucket);
 	free(pool);
 }

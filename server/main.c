@@ -184,8 +184,11 @@ static void stop_workers(struct worker *workers, unsigned count, struct lookup_p
 		worker_request_stop(&workers[i], grace_ms);
 	for (unsigned i = 0; i < count; i++)
 		worker_join(&workers[i]);
-	/* Lookups still running hand their jobs back; run those before freeing. */
-	lookup_pool_stop(lookups);
+	/*
+	 * Lookups still running hand their jobs back; run those before freeing.
+	 * The pool stays allocated (refusing new jobs) until no callback can reach it.
+	 */
+	lookup_pool_quiesce(lookups);
 	for (unsigned i = 0; i < count; i++) {
 		worker_flush(&workers[i]);
 		worker_destroy(&workers[i]);
@@ -244,6 +247,7 @@ stop: {
 	if (grace_ms < config->lookup_timeout_ms + 1000)
 		grace_ms = config->lookup_timeout_ms + 1000;
 	stop_workers(workers, started, service->lookups, grace_ms);
+	lookup_pool_stop(service->lookups);
 	service->lookups = NULL;
 	free(workers);
 	if (status == 0)

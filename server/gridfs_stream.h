@@ -1,0 +1,19 @@
+/*
+ * gridfs_stream: answers a track whose file is in GridFS, with everything a
+ * file on disk gets (serve.c's decision: 200, HEAD, 206, multipart 206, 304,
+ * 412, 416), its bytes read chunk by chunk off the worker's loop (lookup
+ * pool threads, gridfs_store) and sent as they arrive, at most
+ * --gridfs-window bytes queued per response before reading waits for the
+ * client to take them.
+ */
+#ifndef MUSICD_GRIDFS_STREAM_H
+#define MUSICD_GRIDFS_STREAM_H
+
+#include "exchange.h"
+#include "gridfs_file.h"
+
+/* Answers the exchange's GET or HEAD for mid with file (copied). */
+void gridfs_stream_serve(struct exchange *exchange, const char *mid,
+			 const struct gridfs_file *file);
+
+#endif
