@@ -13,6 +13,13 @@
  * reading off until it is written; then (on_complete) the next head's
  * deadline starts at its first byte. evhttp frees the connection on an
  * error, a timeout or Connection: close, and tells us (on_connection_freed).
+ *
+ * A body that arrives later (GridFS chunks) is streamed: exchange_stream_start
+ * sends the head with the write callback unset, each exchange_stream_append
+ * adds a part, a callback on the output wakes a waiter once the socket took
+ * enough (exchange_stream_when_drained: the sender's backpressure), and the
+ * append that completes Content-Length puts evhttp's write callback back and
+ * ends the request as exchange_send does.
  */
 #include "exchange.h"
 

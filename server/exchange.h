@@ -16,7 +16,8 @@
  *   - each request (an exchange): framing that could smuggle a request is
  *     refused, the wait for work finishing later (a lookup) while watching
  *     for the client really leaving (an RST or hang-up, not a FIN), the
- *     response's head and body on the wire, and the access-log line.
+ *     response's head and body on the wire (whole, or streamed part by part
+ *     with a drain notification), and the access-log line.
  *
  * Ownership: an exchange is refcounted and touched only on its worker's
  * thread. The request side holds one reference (until the response is sent
