@@ -242,8 +242,8 @@ static void fetch(struct exchange *exchange, struct gridfs_stream *stream)
 	if (exchange_call(exchange, &stream->job, on_fetched, on_deadline, stream) == 0)
 		return;
 	if (stream->started) {
-		log_warn("mid=%s: cannot queue a GridFS read: too many in flight; closing the "
-			 "connection after %" PRIu64 " bytes",
+		log_warn("mid=%s: cannot queue a GridFS read (too many lookups in flight, or "
+			 "stopping); closing the connection after %" PRIu64 " bytes",
 			 stream->mid, stream->sent);
 		exchange_stream_abort(exchange);
 	} else {
