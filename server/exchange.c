@@ -940,6 +940,29 @@ int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char
 	return submit_job(exchange, job, on_result, on_deadline, arg);
 }
 
+int exchange_await(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
+		   void *arg)
+{
+	if (exchange->job_in_flight)
+		return -1;
+	if (exchange->delivery == NULL) {
+		exchange->delivery =
+			event_new(exchange->server->base, -1, 0, on_lookup_delivered, exchange);
+		if (exchange->delivery == NULL)
+			return -1;
+	}
+	job->delivery = exchange->delivery;
+	exchange->on_lookup_result = on_result;
+	exchange->wait_arg = arg;
+	/* The client is watched for the lookup deadline; the wait itself has none. */
+	if (exchange_can_respond(exchange) &&
+	    start_waiting(exchange, exchange->config->lookup_timeout_ms, NULL) < 0)
+		return -1;
+	exchange->job_in_flight = 1;
+	exchange->refs++; /* for the job, until someone activates its delivery */
+	return 0;
+}
+
 int exchange_call(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
 		  exchange_wait_cb on_deadline, void *arg)
 {

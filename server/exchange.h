@@ -136,6 +136,15 @@ struct lookup_job *exchange_job(struct exchange *exchange);
 int exchange_call(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
 		  exchange_wait_cb on_deadline, void *arg);
 
+/*
+ * Like exchange_call, but the job is not queued: the caller hands it to
+ * whoever will activate job->delivery, exactly once (the GridFS spool, when
+ * a copy it fills is complete). The client is watched meanwhile (for the
+ * lookup deadline); on_result runs always. -1 when it cannot wait.
+ */
+int exchange_await(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
+		   void *arg);
+
 /* --- The response --- */
 
 /* Fills an output buffer with a response body (text and file segments). */

@@ -21,7 +21,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "gridfs_spool.h"
 #include "gridfs_store.h"
 #include "head.h"
 #include "log.h"
@@ -36,6 +38,7 @@
 
 struct gridfs_stream {
 	char mid[OBJECTID_HEX_LENGTH + 1];
+	struct gridfs_spool *spool; /* NULL when off */
 	struct gridfs_file file;
 	struct response_file response; /* size, validators and type, for the heads */
 	char file_lines[FILE_LINES_MAX];
@@ -266,8 +269,68 @@ static void target_name(const char *target, char out[NAME_TAIL_MAX])
 	out[end - start] = '\0';
 }
 
+/* Sends the decided answer from the spooled copy (fd, taken over), by sendfile. */
+static void serve_copy(struct exchange *exchange, struct gridfs_stream *stream, int fd)
+{
+	struct evbuffer_file_segment *segment = evbuffer_file_segment_new(
+		fd, 0, (ev_off_t)stream->file.length, EVBUF_FS_CLOSE_ON_FREE);
+	if (segment == NULL) {
+		close(fd);
+		log_error("mid=%s: out of memory sending the copy of GridFS file %s", stream->mid,
+			  stream->file.id);
+		response_send_error(exchange, 500);
+		return;
+	}
+	stream->response.segment = segment;
+	if (stream->whole)
+		response_send_file(exchange, &stream->response);
+	else if (stream->multipart)
+		response_send_multipart(exchange, &stream->response, stream->parts, stream->count);
+	else
+		response_send_range(exchange, &stream->response, &stream->parts[0]);
+	stream->response.segment = NULL;
+	evbuffer_file_segment_free(segment); /* the response holds its own references */
+}
+
+/* Starts reading the ranges from GridFS itself; owns the stream from here. */
+static void stream_from_gridfs(struct exchange *exchange, struct gridfs_stream *stream)
+{
+	stream->position = stream->parts[0].first;
+	stream->fetched = evbuffer_new();
+	stream->ready = evbuffer_new();
+	if (stream->fetched == NULL || stream->ready == NULL) {
+		log_error("mid=%s: out of memory for a GridFS response", stream->mid);
+		response_send_error(exchange, 500);
+		stream_free(stream);
+		return;
+	}
+	fetch(exchange, stream);
+}
+
+/* The spool's fill of this file ended: send the copy, or read GridFS after all. */
+static void on_spooled(struct exchange *exchange, void *arg)
+{
+	struct gridfs_stream *stream = arg;
+	if (!exchange_can_respond(exchange)) {
+		stream_free(stream);
+		return;
+	}
+	if (stream->job.status == LOOKUP_FOUND) {
+		int fd = gridfs_spool_open_copy(stream->spool, &stream->file);
+		if (fd >= 0) {
+			serve_copy(exchange, stream, fd);
+			stream_free(stream);
+			return;
+		}
+	} else {
+		log_debug("mid=%s: no spooled copy (%s): reading GridFS", stream->mid,
+			  stream->job.detail);
+	}
+	stream_from_gridfs(exchange, stream);
+}
+
 void gridfs_stream_serve(struct exchange *exchange, const char *mid,
-			 const struct gridfs_file *file)
+			 const struct gridfs_file *file, struct gridfs_spool *spool)
 {
 	const struct config *config = exchange_config(exchange);
 	char name[NAME_TAIL_MAX];
@@ -280,6 +343,7 @@ void gridfs_stream_serve(struct exchange *exchange, const char *mid,
 		return;
 	}
 	snprintf(stream->mid, sizeof(stream->mid), "%s", mid);
+	stream->spool = spool;
 	stream->file = *file;
 	stream->window = config->gridfs_window;
 	struct response_file *response = &stream->response;
@@ -321,15 +385,19 @@ void gridfs_stream_serve(struct exchange *exchange, const char *mid,
 		send_head(exchange, stream); /* headers only, or an empty 200 */
 		goto done;
 	}
-	stream->position = stream->parts[0].first;
-	stream->fetched = evbuffer_new();
-	stream->ready = evbuffer_new();
-	if (stream->fetched == NULL || stream->ready == NULL) {
-		log_error("mid=%s: out of memory for a GridFS response", mid);
-		response_send_error(exchange, 500);
-		goto done;
+	if (spool != NULL) {
+		int fd = gridfs_spool_open_copy(spool, file);
+		if (fd >= 0) {
+			serve_copy(exchange, stream, fd);
+			goto done;
+		}
+		/* The copy's fill (one for every request that asks meanwhile), then the copy. */
+		if (exchange_await(exchange, &stream->job, on_spooled, stream) == 0) {
+			gridfs_spool_wait(spool, file, &stream->job);
+			return;
+		}
 	}
-	fetch(exchange, stream); /* owns the stream from here */
+	stream_from_gridfs(exchange, stream);
 	return;
 done:
 	stream_free(stream);

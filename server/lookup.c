@@ -248,7 +248,10 @@ static void run_job(struct lookup_pool *pool, mongoc_client_t *client,
 /* Thread-safe (evthread_use_pthreads) and allocation-free: a job is never dropped here. */
 static void deliver(struct lookup_job *job)
 {
-	event_active(job->delivery, EV_TIMEOUT, 1);
+	if (job->delivery == NULL)
+		job->done(job); /* a job no loop waits for (a spool fill): it finishes itself */
+	else
+		event_active(job->delivery, EV_TIMEOUT, 1);
 }
 
 static struct lookup_job *take_job(struct lookup_pool *pool)

@@ -56,6 +56,8 @@ struct lookup_job {
 	char mid[OBJECTID_HEX_LENGTH + 1];
 	struct timespec deadline; /* CLOCK_MONOTONIC; a job still queued past it is not run */
 	struct event *delivery; /* made by the submitter (no fd); activated once, when done */
+	void (*done)(struct lookup_job *job); /* instead, when delivery is NULL: called once,
+						 on a lookup thread or the stopping one */
 
 	enum lookup_status status;
 	lookup_call_fn call; /* LOOKUP_CALL: what to run, with call_arg (the submitter's) */

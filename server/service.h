@@ -9,6 +9,7 @@
 #include "config.h"
 #include "delivery.h"
 #include "file_cache.h"
+#include "gridfs_spool.h"
 #include "lookup_cache.h"
 #include "lookup.h"
 #include "media.h"
@@ -22,6 +23,7 @@ struct service {
 	struct lookup_cache *lookup_cache; /* internally locked */
 	struct file_cache *file_cache;	   /* internally locked */
 	const struct delivery *delivery;   /* sendfile or an offload strategy */
+	struct gridfs_spool *gridfs_spool; /* NULL when off; internally locked */
 	struct cidr trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES];
 	size_t trusted_proxy_count;
 };

@@ -71,7 +71,7 @@ static void respond_to_lookup(struct exchange *exchange, void *arg)
 		response_send_error(exchange, 404);
 		return;
 	case LOOKUP_GRIDFS:
-		gridfs_stream_serve(exchange, job->mid, job->gridfs);
+		gridfs_stream_serve(exchange, job->mid, job->gridfs, service->gridfs_spool);
 		return;
 	case LOOKUP_NO_PATH:
 	case LOOKUP_BAD_DATA:

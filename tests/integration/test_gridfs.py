@@ -434,3 +434,119 @@ def test_stopping_with_gridfs_streams_in_flight_ends_them_and_exits_cleanly(musi
     finally:
         idle.close()
         busy.close()
+
+
+# -- the spool --------------------------------------------------------------------------------
+
+def spool_args(directory, size=50_000_000):
+    directory.mkdir(exist_ok=True)
+    return ["--gridfs-cache-dir", str(directory), "--gridfs-cache-size", str(size)]
+
+
+def copy_name(track):
+    return f"{track.files_id}-{len(track.data):x}"
+
+
+def wait_for_copy(directory, track):
+    path = directory / copy_name(track)
+    wait_until(lambda: path.exists(), scaled(10), message=f"the copy {path.name}")
+    return path
+
+
+def test_a_spooled_file_is_sent_from_its_copy_once_the_database_has_read_it(musicd, db, tmp_path,
+                                                                          gridfs_file):
+    spool = tmp_path / "spool"
+    server = musicd.start(extra_args=spool_args(spool))
+    track = gridfs_file()
+    first = get(server, track.url_path)
+    assert first.status == 200 and first.body == track.data
+    copy = wait_for_copy(spool, track)
+    assert copy.read_bytes() == track.data
+    assert [p.name for p in spool.iterdir()] == [copy.name]   # no temporary file left
+    # The chunks are gone from the database: only the copy can answer now.
+    chunks(db).delete_many({"files_id": ObjectId(track.files_id)})
+    again = get(server, track.url_path)
+    assert again.status == 200 and again.body == track.data
+    assert again.header("ETag") == first.header("ETag")
+    assert again.header("Last-Modified") == first.header("Last-Modified")
+    part = get(server, track.url_path, headers={"Range": "bytes=999-2000"})
+    assert part.status == 206 and part.body == track.data[999:2001]
+    multi = get(server, track.url_path, headers={"Range": "bytes=0-0,-1"})
+    parts = parse_multipart(multi.header("Content-Type"), multi.body)
+    assert [p.data for p in parts] == [track.data[:1], track.data[-1:]]
+
+
+def test_concurrent_first_requests_read_the_file_from_the_database_once(musicd, tmp_path,
+                                                                        db_proxy, gridfs_file):
+    spool = tmp_path / "spool"
+    server = musicd.start(mongodb_uri=db_proxy.uri,
+                          extra_args=spool_args(spool) + ["--log-level", "debug",
+                                                          "--lookup-timeout", "10000"])
+    track = gridfs_file()
+    db_proxy.proxy.delay_to_client = 0.3   # the requests arrive while the first fill runs
+    results = [None] * 5
+
+    def one(i):
+        results[i] = get(server, track.url_path)
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(scaled(30))
+    assert all(r is not None and r.status == 200 and r.body == track.data for r in results)
+    fills = server.stderr_text().count(f"spooling GridFS file {track.files_id}")
+    assert fills == 1, server.stderr_text()[-3000:]
+
+
+def test_the_least_recently_used_copies_go_to_stay_within_the_size(musicd, tmp_path, gridfs_file):
+    spool = tmp_path / "spool"
+    size = 4 * SMALL_LENGTH + 100   # four copies fit (and each is at most a quarter of it)
+    server = musicd.start(extra_args=spool_args(spool, size=size))
+    tracks = [gridfs_file(seed=i, name=f"s{i}.mp3") for i in range(5)]
+    for track in tracks[:4]:
+        assert get(server, track.url_path).status == 200
+        wait_for_copy(spool, track)
+    assert get(server, tracks[0].url_path).body == tracks[0].data   # 0 is now the newest
+    assert get(server, tracks[4].url_path).status == 200
+    wait_for_copy(spool, tracks[4])
+    wait_until(lambda: len(list(spool.iterdir())) == 4, scaled(5), message="an eviction")
+    assert {p.name for p in spool.iterdir()} == {copy_name(t) for t in tracks if t is not tracks[1]}
+    assert sum(p.stat().st_size for p in spool.iterdir()) <= size
+
+
+def test_a_file_larger_than_a_quarter_of_the_spool_is_streamed_without_a_copy(musicd, tmp_path,
+                                                                              gridfs_file):
+    spool = tmp_path / "spool"
+    server = musicd.start(extra_args=spool_args(spool, size=4 * SMALL_LENGTH - 1))
+    track = gridfs_file()
+    resp = get(server, track.url_path)
+    assert resp.status == 200 and resp.body == track.data
+    assert list(spool.iterdir()) == []
+
+
+def test_copies_outlive_a_restart_and_unfinished_ones_are_removed(musicd, db, tmp_path,
+                                                                  gridfs_file):
+    spool = tmp_path / "spool"
+    server = musicd.start(extra_args=spool_args(spool))
+    track = gridfs_file()
+    assert get(server, track.url_path).status == 200
+    wait_for_copy(spool, track)
+    server.stop()
+    (spool / ".tmp-unfinished").write_bytes(b"partial")
+    chunks(db).delete_many({"files_id": ObjectId(track.files_id)})
+    again = musicd.start(extra_args=spool_args(spool))
+    resp = get(again, track.url_path)
+    assert resp.status == 200 and resp.body == track.data
+    assert not (spool / ".tmp-unfinished").exists()
+
+
+def test_a_file_with_a_missing_chunk_gets_no_copy(musicd, db, tmp_path, gridfs_file):
+    spool = tmp_path / "spool"
+    server = musicd.start(extra_args=spool_args(spool))
+    track = gridfs_file()
+    chunks(db).delete_one({"files_id": ObjectId(track.files_id), "n": 3})
+    resp = get(server, track.url_path)
+    assert resp.status == 500
+    server.wait_for_stderr(f"no copy of GridFS file {track.files_id}")
+    assert list(spool.iterdir()) == []
