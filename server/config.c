@@ -101,6 +101,22 @@ static const struct option_spec options[] = {
 	 .help = "document field (a content hash) sent as the ETag, the same from every origin; "
 		 "off: from the file's mtime and size",
 	 .default_value = "off"},
+	{"gridfs-field", "NAME", STRING(gridfs_field),
+	 .help = "field with the GridFS file's ObjectId when the path field is absent; _id: "
+		 "the documents are the fs.files entries",
+	 .default_value = "gridfs_id"},
+	{"gridfs-bucket", "NAME", STRING(gridfs_bucket),
+	 .help = "GridFS bucket (NAME.files, NAME.chunks) in the same database",
+	 .default_value = "fs"},
+	{"gridfs-window", "BYTES", NUMBER(gridfs_window, 1024, 1024 * 1024 * 1024),
+	 .help = "GridFS bytes read ahead per response before waiting for the client",
+	 .default_value = "1048576"},
+	{"gridfs-cache-dir", "DIR|off", STRING_OR_OFF(gridfs_cache_dir),
+	 .help = "keep a copy of each GridFS file read in DIR and send it from there",
+	 .default_value = "off"},
+	{"gridfs-cache-size", "BYTES", NUMBER(gridfs_cache_size, 0, 4294967295u),
+	 .help = "bytes the GridFS copies may take; the least recently used are removed",
+	 .default_value = "1073741824"},
 	{"media-root", "DIR", LIST(media_roots, media_root_count, CONFIG_MAX_MEDIA_ROOTS),
 	 .help = "directory files may be served from; repeatable, at least one required"},
 	{"workers", "N", NUMBER(workers, 1, CONFIG_MAX_WORKERS), .help = "HTTP worker threads",
@@ -246,6 +262,9 @@ void config_free(struct config *config)
 	free(config->collection);
 	free(config->path_field);
 	free(config->etag_field);
+	free(config->gridfs_field);
+	free(config->gridfs_bucket);
+	free(config->gridfs_cache_dir);
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
 		if (options[i].kind == OPTION_LIST)
 			clear_list(config, &options[i]);

@@ -47,6 +47,11 @@ struct config {
 	char *collection;
 	char *path_field;
 	char *etag_field;	  /* string field whose value is the ETag; NULL: from mtime and size */
+	char *gridfs_field;	  /* a GridFS file's ObjectId when path_field is absent; "_id" */
+	char *gridfs_bucket;
+	unsigned gridfs_window;	  /* GridFS bytes buffered per response before fetching waits */
+	char *gridfs_cache_dir;	  /* the spool of GridFS copies; NULL for off */
+	unsigned gridfs_cache_size; /* bytes the spool may hold */
 	char *media_roots[CONFIG_MAX_MEDIA_ROOTS]; /* as given; media.c resolves them */
 	size_t media_root_count;
 	unsigned workers;	    /* 0 = one per CPU (at most CONFIG_MAX_WORKERS), settled by main */

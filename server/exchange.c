@@ -16,6 +16,13 @@
  * after a response that ends it, the socket gets a lingering close
  * (linger.c). Draining (exchange_server_drain) closes the listener, then lets
  * each connection go once it has nothing more on its way.
+ *
+ * A body that arrives later (GridFS chunks) is streamed: exchange_stream_start
+ * sends the head with the write callback unset, each exchange_stream_append
+ * adds a part, a callback on the output wakes a waiter once the socket took
+ * enough (exchange_stream_when_drained: the sender's backpressure), and the
+ * append that completes Content-Length puts evhttp's write callback back and
+ * ends the request as exchange_send does.
  */
 #include "exchange.h"
 
@@ -134,7 +141,19 @@ struct exchange {
 	exchange_wait_cb on_deadline;
 	exchange_wait_cb on_lookup_result;
 	void *wait_arg;
+	int job_in_flight;	    /* exchange->job or a caller's (exchange_call) */
+	int lookup_counted;	    /* the job in flight is a lookup the metrics count */
 	struct lookup_job job;
+
+	/* A body streamed as it arrives (exchange_stream_start). */
+	int streaming;		    /* from the head until the last byte is queued */
+	uint64_t body_appended;	    /* body bytes queued so far */
+	bufferevent_data_cb evhttp_write_cb; /* put back when the last byte is queued */
+	struct evbuffer_cb_entry *drain_watch; /* on the output while streaming */
+	struct event *drained;	    /* activated when the output fell to drain_low */
+	size_t drain_low;
+	exchange_wait_cb on_drained; /* pending exchange_stream_when_drained; holds a reference */
+	void *drain_arg;
 };
 
 static void exchange_release(struct exchange *exchange);
@@ -760,14 +779,22 @@ static void end_request_side(struct exchange *exchange, struct evhttp_connection
 {
 	int status = exchange->status ? exchange->status : STATUS_CLIENT_CLOSED;
 	uint64_t sent = 0;
+	struct evbuffer *output = bufferevent_get_output(evhttp_connection_get_bufferevent(evcon));
 	if (exchange->status != 0) {
-		size_t unsent = evbuffer_get_length(
-			bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)));
-		sent = exchange->body_length > unsent ? exchange->body_length - unsent : 0;
+		size_t unsent = evbuffer_get_length(output);
+		sent = exchange->body_appended > unsent ? exchange->body_appended - unsent : 0;
 	}
 	count_request(exchange, status, sent);
 	log_access(exchange, evcon, status, sent);
 	stop_waiting(exchange);
+	if (exchange->streaming) {
+		exchange->streaming = 0;
+		evbuffer_remove_cb_entry(output, exchange->drain_watch);
+		exchange->drain_watch = NULL;
+	}
+	/* A stream waiting for the client to read hears now that it never will. */
+	exchange_wait_cb on_drained = exchange->on_drained;
+	exchange->on_drained = NULL;
 
 	/*
 	 * evhttp_connection_incoming_fail detaches a request it has not seen
@@ -778,6 +805,10 @@ static void end_request_side(struct exchange *exchange, struct evhttp_connection
 	exchange->req = NULL;
 	exchange->connection->current = NULL;
 	exchange->connection = NULL;
+	if (on_drained != NULL) {
+		on_drained(exchange, exchange->drain_arg);
+		exchange_release(exchange); /* the wait's reference */
+	}
 	exchange_release(exchange);
 }
 
@@ -838,8 +869,11 @@ static void exchange_release(struct exchange *exchange)
 	stop_waiting(exchange);
 	if (exchange->delivery != NULL)
 		event_free(exchange->delivery);
+	if (exchange->drained != NULL)
+		event_free(exchange->drained);
 	free(exchange->job.path);
 	settings_unref(exchange->snapshot);
+	free(exchange->job.gridfs);
 	struct exchange_server *server = exchange->server;
 	free(exchange);
 	server->live--;
@@ -952,31 +986,36 @@ static void on_lookup_delivered(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	stop_waiting(exchange);
-	metrics_lookup_finished(exchange->server->settings->metrics, lookup_error_kind(exchange));
+	exchange->job_in_flight = 0;
+	if (exchange->lookup_counted) {
+		exchange->lookup_counted = 0;
+		metrics_lookup_finished(exchange->server->settings->metrics,
+					lookup_error_kind(exchange));
+	}
 	exchange->on_lookup_result(exchange, exchange->wait_arg);
 	exchange_release(exchange); /* the lookup's reference */
 }
 
-int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
-		    exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
+/* Queues job (one at a time per exchange); waits for the client and the deadline until a response starts. */
+static int submit_job(struct exchange *exchange, struct lookup_job *job,
+		      exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
 {
 	unsigned timeout_ms = exchange_config(exchange)->lookup_timeout_ms;
-	struct lookup_job *job = &exchange->job;
+	if (exchange->job_in_flight)
+		return -1;
 	if (exchange->delivery == NULL) {
 		exchange->delivery =
 			event_new(exchange->server->base, -1, 0, on_lookup_delivered, exchange);
 		if (exchange->delivery == NULL)
 			return -1;
 	}
-	job->kind = kind;
 	exchange->deadline_passed = 0;
-	snprintf(job->mid, sizeof(job->mid), "%s", mid);
 	job->deadline = clock_deadline_after(timeout_ms);
 	job->delivery = exchange->delivery;
 	exchange->on_lookup_result = on_result;
 	exchange->wait_arg = arg;
 
-	if (start_waiting(exchange, timeout_ms, on_deadline) < 0)
+	if (exchange_can_respond(exchange) && start_waiting(exchange, timeout_ms, on_deadline) < 0)
 		return -1;
 	struct metrics_worker *metrics = exchange->server->settings->metrics;
 	if (lookup_submit(exchange->server->settings->lookups, job) < 0) {
@@ -984,9 +1023,54 @@ int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char
 		metrics_count_lookup_error(metrics, METRICS_LOOKUP_REJECTED);
 		return -1;
 	}
-	metrics_lookup_started(metrics);
-	exchange->refs++; /* for the lookup in flight */
+	/* musicd_lookups_in_flight counts the findById lookups, not GridFS reads (exchange_call). */
+	exchange->lookup_counted = job == &exchange->job;
+	if (exchange->lookup_counted)
+		metrics_lookup_started(metrics);
+	exchange->job_in_flight = 1;
+	exchange->refs++; /* for the job in flight */
 	return 0;
+}
+
+int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
+		    exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
+{
+	struct lookup_job *job = &exchange->job;
+	if (exchange->job_in_flight)
+		return -1;
+	job->kind = kind;
+	snprintf(job->mid, sizeof(job->mid), "%s", mid);
+	return submit_job(exchange, job, on_result, on_deadline, arg);
+}
+
+int exchange_await(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
+		   void *arg)
+{
+	if (exchange->job_in_flight)
+		return -1;
+	if (exchange->delivery == NULL) {
+		exchange->delivery =
+			event_new(exchange->server->base, -1, 0, on_lookup_delivered, exchange);
+		if (exchange->delivery == NULL)
+			return -1;
+	}
+	job->delivery = exchange->delivery;
+	exchange->on_lookup_result = on_result;
+	exchange->wait_arg = arg;
+	/* The client is watched for the lookup deadline; the wait itself has none. */
+	if (exchange_can_respond(exchange) &&
+	    start_waiting(exchange, exchange_config(exchange)->lookup_timeout_ms, NULL) < 0)
+		return -1;
+	exchange->job_in_flight = 1;
+	exchange->refs++; /* for the job, until someone activates its delivery */
+	return 0;
+}
+
+int exchange_call(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
+		  exchange_wait_cb on_deadline, void *arg)
+{
+	job->kind = LOOKUP_CALL;
+	return submit_job(exchange, job, on_result, on_deadline, arg);
 }
 
 /* --- The response on the wire --- */
@@ -1043,19 +1127,19 @@ static enum head_connection connection_header(const struct exchange *exchange)
 	return HEAD_CONNECTION_NONE;
 }
 
-void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_length,
-		   exchange_fill_cb fill, const void *context)
+/*
+ * Formats the head and queues it on the output; the bufferevent, or NULL
+ * when the head cannot be sent (logged, and the connection closed).
+ */
+static struct bufferevent *queue_head(struct exchange *exchange, struct head *head)
 {
-	if (!exchange_can_respond(exchange))
-		return;
-	stop_waiting(exchange);
 	struct exchange_server *server = exchange->server;
 	struct evhttp_request *req = exchange->req;
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
-	struct evbuffer *output = bufferevent_get_output(bev);
 	char text[HEAD_MAX];
 
+	stop_waiting(exchange);
 	head->http_minor = req->minor;
 	head->date = clock_date(&server->date);
 	head->connection = connection_header(exchange);
@@ -1064,32 +1148,32 @@ void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_l
 			   ((req->major < 1 || (req->major == 1 && req->minor < 1)) &&
 			    head->connection != HEAD_CONNECTION_KEEP_ALIVE);
 	size_t length = head_format(text, sizeof(text), head);
-	if (length == 0 || evbuffer_add(output, text, length) < 0) {
+	if (length == 0 || evbuffer_add(bufferevent_get_output(bev), text, length) < 0) {
 		log_error("cannot format or queue a %d response head; closing the connection",
 			  head->status);
 		evhttp_connection_free(evcon);
-		return;
+		return NULL;
 	}
-	int with_body = fill != NULL && body_length > 0 && !exchange_is_head(exchange);
 	exchange->status = head->status;
-	exchange->body_length = with_body ? body_length : 0;
-	if (with_body) {
-		/* Only the no-progress send timeout while a body goes out (libevent #715). */
-		bufferevent_set_timeouts(bev, NULL, &server->send_timeout);
-		fill(output, context);
-	}
+	/* Before the flush, which may end the request (and count it): a scrape sees this first. */
+	metrics_observe_first_byte(server->settings->metrics, clock_seconds_since(&exchange->started));
+	return bev;
+}
 
-	/*
-	 * As evhttp_write_buffer does for its own replies (no read callback, its
-	 * write and error callbacks), but with reading off: a client's FIN or
-	 * bytes it sends meanwhile wait until the answer is written, so neither
-	 * cuts the answer short nor grows the input. A client that left is seen
-	 * by a failed write, or by the send timeout.
-	 */
-	bufferevent_data_cb write_done;
+/*
+ * As evhttp_write_buffer does for its own replies (no read callback, its
+ * write and error callbacks), but with reading off: a client's FIN or bytes
+ * it sends meanwhile wait until the answer is written, so neither cuts the
+ * answer short nor grows the input. A client that left is seen by a failed
+ * write, or by the send timeout. write_done is evhttp's write callback, or
+ * NULL while a body is still streaming.
+ */
+static void write_only(struct exchange *exchange, struct bufferevent *bev,
+		       bufferevent_data_cb write_done)
+{
 	bufferevent_event_cb on_event;
 	void *callback_arg;
-	bufferevent_getcb(bev, NULL, &write_done, &on_event, &callback_arg);
+	bufferevent_getcb(bev, NULL, NULL, &on_event, &callback_arg);
 	bufferevent_setcb(bev, NULL, write_done, on_event, callback_arg);
 	bufferevent_disable(bev, EV_READ);
 	/*
@@ -1099,12 +1183,162 @@ void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_l
 	 * for any Transfer-Encoding ending in chunked), evhttp_send_reply_end
 	 * would append a last-chunk "0\r\n\r\n" to our length-framed answer.
 	 */
-	req->chunked = 0;
+	exchange->req->chunked = 0;
+}
+
+void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_length,
+		   exchange_fill_cb fill, const void *context)
+{
+	if (!exchange_can_respond(exchange))
+		return;
+	struct bufferevent *bev = queue_head(exchange, head);
+	if (bev == NULL)
+		return;
+	int with_body = fill != NULL && body_length > 0 && !exchange_is_head(exchange);
+	exchange->body_length = exchange->body_appended = with_body ? body_length : 0;
+	if (with_body) {
+		/* Only the no-progress send timeout while a body goes out (libevent #715). */
+		bufferevent_set_timeouts(bev, NULL, &exchange->server->send_timeout);
+		fill(bufferevent_get_output(bev), context);
+	}
+	bufferevent_data_cb write_done;
+	bufferevent_getcb(bev, NULL, &write_done, NULL, NULL);
+	write_only(exchange, bev, write_done);
 	/* With output queued, evhttp_send_reply_end leaves evhttp_send_done to the write callback. */
-	evhttp_send_reply_end(req);
-	/* Before the flush, which may end the request (and count it): a scrape sees this first. */
-	metrics_observe_first_byte(server->settings->metrics, clock_seconds_since(&exchange->started));
+	evhttp_send_reply_end(exchange->req);
 	flush_to_socket(bev);
+}
+
+/* --- A body streamed as it arrives --- */
+
+static void on_drained_event(evutil_socket_t fd, short what, void *arg)
+{
+	struct exchange *exchange = arg;
+	(void)fd;
+	(void)what;
+	exchange_wait_cb on_drained = exchange->on_drained;
+	if (on_drained == NULL)
+		return; /* answered already, by the connection going */
+	exchange->on_drained = NULL;
+	on_drained(exchange, exchange->drain_arg);
+	exchange_release(exchange); /* the wait's reference */
+}
+
+/* On every change of the output while streaming: wakes a waiter once it fell low enough. */
+static void on_output_changed(struct evbuffer *output, const struct evbuffer_cb_info *info,
+			      void *arg)
+{
+	struct exchange *exchange = arg;
+	if (info->n_deleted > 0 && exchange->on_drained != NULL &&
+	    evbuffer_get_length(output) <= exchange->drain_low)
+		event_active(exchange->drained, EV_TIMEOUT, 1);
+}
+
+int exchange_stream_start(struct exchange *exchange, struct head *head, uint64_t body_length)
+{
+	if (!exchange_can_respond(exchange))
+		return -1;
+	if (body_length == 0 || exchange_is_head(exchange)) {
+		exchange_send(exchange, head, body_length, NULL, NULL);
+		return 1;
+	}
+	struct evhttp_connection *evcon = evhttp_request_get_connection(exchange->req);
+	if (exchange->drained == NULL)
+		exchange->drained = event_new(exchange->server->base, -1, 0, on_drained_event,
+					      exchange);
+	if (exchange->drained == NULL) {
+		log_error("out of memory for a streamed response; closing the connection");
+		evhttp_connection_free(evcon);
+		return -1;
+	}
+	struct bufferevent *bev = queue_head(exchange, head);
+	if (bev == NULL)
+		return -1;
+	exchange->drain_watch =
+		evbuffer_add_cb(bufferevent_get_output(bev), on_output_changed, exchange);
+	if (exchange->drain_watch == NULL) {
+		log_error("out of memory for a streamed response; closing the connection");
+		evhttp_connection_free(evcon);
+		return -1;
+	}
+	exchange->body_length = body_length;
+	exchange->body_appended = 0;
+	exchange->streaming = 1;
+	bufferevent_set_timeouts(bev, NULL, &exchange->server->send_timeout);
+	/*
+	 * No write callback until the last byte is queued: evhttp_write_cb calls
+	 * evcon->cb whenever the output empties, and on a kept-alive connection
+	 * that is still evhttp_send_done from the previous response, which would
+	 * end this one between two parts.
+	 */
+	bufferevent_getcb(bev, NULL, &exchange->evhttp_write_cb, NULL, NULL);
+	write_only(exchange, bev, NULL);
+	flush_to_socket(bev);
+	return 0;
+}
+
+int exchange_stream_alive(const struct exchange *exchange)
+{
+	return exchange->streaming;
+}
+
+size_t exchange_stream_queued(const struct exchange *exchange)
+{
+	if (!exchange->streaming)
+		return 0;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(exchange->req);
+	return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)));
+}
+
+int exchange_stream_append(struct exchange *exchange, struct evbuffer *part)
+{
+	if (!exchange->streaming)
+		return -1;
+	struct bufferevent *bev =
+		evhttp_connection_get_bufferevent(evhttp_request_get_connection(exchange->req));
+	size_t length = evbuffer_get_length(part);
+	if (length > exchange->body_length - exchange->body_appended ||
+	    evbuffer_add_buffer(bufferevent_get_output(bev), part) < 0) {
+		log_error("a streamed body part does not fit its Content-Length or memory; "
+			  "closing the connection");
+		exchange_stream_abort(exchange);
+		return -1;
+	}
+	exchange->body_appended += length;
+	if (exchange->body_appended < exchange->body_length) {
+		flush_to_socket(bev);
+		return 0;
+	}
+	/* The last byte is queued: from here on it completes as exchange_send's answers do. */
+	exchange->streaming = 0;
+	evbuffer_remove_cb_entry(bufferevent_get_output(bev), exchange->drain_watch);
+	exchange->drain_watch = NULL;
+	write_only(exchange, bev, exchange->evhttp_write_cb);
+	evhttp_send_reply_end(exchange->req);
+	flush_to_socket(bev);
+	return 0;
+}
+
+int exchange_stream_when_drained(struct exchange *exchange, size_t low, exchange_wait_cb on_drained,
+				 void *arg)
+{
+	if (!exchange->streaming || exchange->on_drained != NULL)
+		return -1;
+	exchange->drain_low = low;
+	exchange->on_drained = on_drained;
+	exchange->drain_arg = arg;
+	exchange->refs++; /* for the wait */
+	if (exchange_stream_queued(exchange) <= low)
+		event_active(exchange->drained, EV_TIMEOUT, 1);
+	return 0;
+}
+
+void exchange_stream_abort(struct exchange *exchange)
+{
+	if (!exchange->streaming)
+		return;
+	/* Runs on_connection_freed, which ends the request side and any wait. */
+	evhttp_connection_free(evhttp_request_get_connection(exchange->req));
 }
 
 /* --- The server --- */

@@ -18,7 +18,8 @@
  *   - each request (an exchange): framing that could smuggle a request is
  *     refused, the wait for work finishing later (a lookup) while watching
  *     for the client really leaving (an RST or hang-up, not a FIN), the
- *     response's head and body on the wire, and the access-log line.
+ *     response's head and body on the wire (whole, or streamed part by part
+ *     with a drain notification), and the access-log line.
  *
  * Ownership: an exchange is refcounted and touched only on its worker's
  * thread. The request side holds one reference (until the response is sent
@@ -136,6 +137,26 @@ int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char
 /* The lookup's job: its answer once on_result runs. */
 struct lookup_job *exchange_job(struct exchange *exchange);
 
+/*
+ * Runs the caller's job (its call and call_arg set; kind becomes LOOKUP_CALL)
+ * in the lookup pool, within the lookup deadline, as exchange_lookup does:
+ * before a response started, the client and the deadline are watched too
+ * (on_deadline as there); while a body streams, only the job is awaited.
+ * on_result runs once, always, on the worker's loop. One job at a time per
+ * exchange; -1 when it cannot be queued. The job must live until on_result.
+ */
+int exchange_call(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
+		  exchange_wait_cb on_deadline, void *arg);
+
+/*
+ * Like exchange_call, but the job is not queued: the caller hands it to
+ * whoever will activate job->delivery, exactly once (the GridFS spool, when
+ * a copy it fills is complete). The client is watched meanwhile (for the
+ * lookup deadline); on_result runs always. -1 when it cannot wait.
+ */
+int exchange_await(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
+		   void *arg);
+
 /* --- The response --- */
 
 /* Fills an output buffer with a response body (text and file segments). */
@@ -150,5 +171,44 @@ typedef void (*exchange_fill_cb)(struct evbuffer *output, const void *context);
  */
 void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_length,
 		   exchange_fill_cb fill, const void *context);
+
+/* --- A body sent as it arrives (GridFS chunks) --- */
+
+/*
+ * Sends the head now; the body_length bytes follow by exchange_stream_append,
+ * as they arrive. 0: the body is awaited; 1: the response is already complete
+ * (HEAD, or an empty body); -1: nothing can be sent (the connection closes).
+ * Only while exchange_can_respond.
+ */
+int exchange_stream_start(struct exchange *exchange, struct head *head, uint64_t body_length);
+
+/* True from exchange_stream_start until the last byte is queued or the client is gone. */
+int exchange_stream_alive(const struct exchange *exchange);
+
+/* Bytes queued on the connection and not yet taken by the socket (0 unless streaming). */
+size_t exchange_stream_queued(const struct exchange *exchange);
+
+/*
+ * Moves part's bytes to the connection and writes what the socket takes.
+ * The append that completes body_length ends the response (keep-alive as
+ * usual). -1 when the stream is not alive, or part goes past body_length
+ * (then the connection is closed).
+ */
+int exchange_stream_append(struct exchange *exchange, struct evbuffer *part);
+
+/*
+ * Calls on_drained(exchange, arg) once, on the worker's loop, when at most low
+ * bytes are queued (soon, if that is so already), or when the client goes
+ * (exchange_stream_alive is then false). One wait at a time; -1 when the
+ * stream is not alive or a wait is pending.
+ */
+int exchange_stream_when_drained(struct exchange *exchange, size_t low, exchange_wait_cb on_drained,
+				 void *arg);
+
+/*
+ * Ends a stream that cannot be completed (its data is bad): the connection is
+ * closed, so the client sees a short body, never wrong bytes.
+ */
+void exchange_stream_abort(struct exchange *exchange);
 
 #endif

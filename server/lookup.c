@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "gridfs_store.h"
 #include "log.h"
 #include "lookup_monitor.h"
 
@@ -35,6 +36,8 @@ struct lookup_pool {
 	char *collection;
 	char *path_field;
 	char *etag_field; /* NULL: no ETag from the document */
+	char *gridfs_field;  /* "_id": the document is itself the fs.files entry */
+	char *gridfs_bucket;
 	unsigned timeout_ms;
 
 	pthread_mutex_t lock;
@@ -42,6 +45,7 @@ struct lookup_pool {
 	struct lookup_job *queue_head, *queue_tail; /* guarded by lock */
 	unsigned queued, running, max_queued;	   /* guarded by lock */
 	int stopping;				   /* guarded by lock */
+	int joined;
 
 	pthread_t *threads;
 	unsigned thread_count;
@@ -62,8 +66,27 @@ const char *lookup_status_describe(enum lookup_status status)
 		return "database unavailable";
 	case LOOKUP_FAILED:
 		return "database error";
+	case LOOKUP_GRIDFS:
+		return "file in GridFS";
+	case LOOKUP_BAD_DATA:
+		return "inconsistent GridFS data";
 	}
 	return "unknown";
+}
+
+enum lookup_status lookup_status_of_store(enum gridfs_store_status status)
+{
+	switch (status) {
+	case GRIDFS_STORE_OK:
+		return LOOKUP_FOUND;
+	case GRIDFS_STORE_BAD_DATA:
+		return LOOKUP_BAD_DATA;
+	case GRIDFS_STORE_UNAVAILABLE:
+		return LOOKUP_UNAVAILABLE;
+	case GRIDFS_STORE_FAILED:
+		break;
+	}
+	return LOOKUP_FAILED;
 }
 
 static void default_int_option(mongoc_uri_t *uri, const char *name, int32_t value)
@@ -130,17 +153,57 @@ static void read_etag(const struct lookup_pool *pool, const bson_t *document,
 			 job->mid, pool->etag_field, ETAG_FIELD_VALUE_MAX);
 }
 
-/* Fills job->status, path, etag and detail from a found document. */
-static void read_document(const struct lookup_pool *pool, const bson_t *document,
-			  struct lookup_job *job)
+static int documents_are_files(const struct lookup_pool *pool)
+{
+	return strcmp(pool->gridfs_field, "_id") == 0;
+}
+
+/* The document has no path: its file is in GridFS if the GridFS field holds an ObjectId. */
+static void find_gridfs_file(struct lookup_pool *pool, mongoc_client_t *client,
+			     const bson_t *document, struct lookup_job *job)
+{
+	bson_iter_t iter;
+	job->status = LOOKUP_NO_PATH;
+	if (!bson_iter_init(&iter, document) ||
+	    !bson_iter_find_descendant(&iter, pool->gridfs_field, &iter) ||
+	    !BSON_ITER_HOLDS_OID(&iter)) {
+		snprintf(job->detail, sizeof(job->detail),
+			 "field '%s' is missing and '%s' holds no ObjectId", pool->path_field,
+			 pool->gridfs_field);
+		return;
+	}
+	job->gridfs = malloc(sizeof(*job->gridfs));
+	if (job->gridfs == NULL) {
+		job->status = LOOKUP_FAILED;
+		snprintf(job->detail, sizeof(job->detail), "out of memory");
+		return;
+	}
+	enum gridfs_store_status status;
+	if (documents_are_files(pool))
+		status = gridfs_store_parse_file(document, job->gridfs, job->detail,
+						 sizeof(job->detail));
+	else
+		status = gridfs_store_find_file(client, pool->database, pool->gridfs_bucket,
+						bson_iter_oid(&iter), job->gridfs, job->detail,
+						sizeof(job->detail));
+	job->status = status == GRIDFS_STORE_OK ? LOOKUP_GRIDFS : lookup_status_of_store(status);
+	if (job->status != LOOKUP_GRIDFS) {
+		free(job->gridfs);
+		job->gridfs = NULL;
+	}
+}
+
+/* Fills job->status, path (or gridfs), etag and detail from a found document. */
+static void read_document(struct lookup_pool *pool, mongoc_client_t *client,
+			  const bson_t *document, struct lookup_job *job)
 {
 	bson_iter_t iter;
 	uint32_t length;
 	const char *path;
-	if (bson_iter_init(&iter, document) &&
-	    bson_iter_find_descendant(&iter, pool->path_field, &iter) &&
-	    BSON_ITER_HOLDS_UTF8(&iter) && (path = bson_iter_utf8(&iter, &length)) && length > 0 &&
-	    strlen(path) == length) {
+	int has_path = bson_iter_init(&iter, document) &&
+		       bson_iter_find_descendant(&iter, pool->path_field, &iter);
+	if (has_path && BSON_ITER_HOLDS_UTF8(&iter) && (path = bson_iter_utf8(&iter, &length)) &&
+	    length > 0 && strlen(path) == length) {
 		job->status = LOOKUP_FOUND;
 		job->path = strdup(path);
 		if (job->path == NULL) {
@@ -148,21 +211,23 @@ static void read_document(const struct lookup_pool *pool, const bson_t *document
 			snprintf(job->detail, sizeof(job->detail), "out of memory");
 		}
 		read_etag(pool, document, job);
+	} else if (!has_path) {
+		find_gridfs_file(pool, client, document, job);
 	} else {
 		job->status = LOOKUP_NO_PATH;
 		snprintf(job->detail, sizeof(job->detail),
-			 "field '%s' is missing, empty, not a string or holds a NUL",
-			 pool->path_field);
+			 "field '%s' is empty, not a string or holds a NUL", pool->path_field);
 	}
 }
 
 /*
- * One find round trip with read_prefs (NULL: the collection's, i.e. the URI's);
- * fills job->status, path, etag and detail. Returns the bson error domain.
+ * One find round trip with read_prefs (NULL: the collection's, i.e. the URI's),
+ * two for a file in GridFS; fills job->status, path (or gridfs), etag and
+ * detail. Returns the bson error domain.
  */
-static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collection,
-			  const mongoc_read_prefs_t *read_prefs, struct lookup_job *job,
-			  struct metrics_lookup_thread *metrics)
+static uint32_t find_once(struct lookup_pool *pool, mongoc_client_t *client,
+			  mongoc_collection_t *collection, const mongoc_read_prefs_t *read_prefs,
+			  struct lookup_job *job, struct metrics_lookup_thread *metrics)
 {
 	const char *mid = job->kind == LOOKUP_PROBE ? PROBE_OBJECTID : job->mid;
 	bson_oid_t oid;
@@ -176,6 +241,10 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 	BSON_APPEND_INT32(&projection, pool->path_field, 1);
 	if (pool->etag_field != NULL)
 		BSON_APPEND_INT32(&projection, pool->etag_field, 1);
+	if (documents_are_files(pool))
+		gridfs_store_project(&projection);
+	else
+		BSON_APPEND_INT32(&projection, pool->gridfs_field, 1);
 	bson_append_document_end(&options, &projection);
 	BSON_APPEND_INT64(&options, "limit", 1);
 	BSON_APPEND_BOOL(&options, "singleBatch", true);
@@ -189,7 +258,7 @@ static uint32_t find_once(struct lookup_pool *pool, mongoc_collection_t *collect
 	int found = mongoc_cursor_next(cursor, &document);
 	double seconds = clock_seconds_since(&sent);
 	if (found) {
-		read_document(pool, document, job);
+		read_document(pool, client, document, job);
 	} else if (mongoc_cursor_error(cursor, &error)) {
 		job->status = is_unavailable(&error) ? LOOKUP_UNAVAILABLE : LOOKUP_FAILED;
 		snprintf(job->detail, sizeof(job->detail), "%.250s", error.message);
@@ -216,22 +285,29 @@ static bool reads_primary(const mongoc_collection_t *collection)
 }
 
 /* primary: the read preference "no such document" read elsewhere is asked again with. */
-static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
-		    const mongoc_read_prefs_t *primary, struct lookup_job *job,
-		    struct metrics_lookup_thread *metrics)
+static void run_job(struct lookup_pool *pool, mongoc_client_t *client,
+		    mongoc_collection_t *collection, const mongoc_read_prefs_t *primary,
+		    struct lookup_job *job, struct metrics_lookup_thread *metrics)
 {
 	if (clock_ms_until(&job->deadline) <= 0) {
 		job->status = LOOKUP_UNAVAILABLE;
 		snprintf(job->detail, sizeof(job->detail), "deadline passed while queued");
 		return;
 	}
-	uint32_t domain = find_once(pool, collection, NULL, job, metrics);
+	if (job->kind == LOOKUP_CALL) {
+		struct lookup_call_context context = {client, pool->database, pool->gridfs_bucket};
+		job->call(job, &context);
+		return;
+	}
+	uint32_t domain = find_once(pool, client, collection, NULL, job, metrics);
 	/* A stale pooled socket fails fast; one more try if most of the time is left. */
 	if (domain == MONGOC_ERROR_STREAM &&
 	    clock_ms_until(&job->deadline) > (long)pool->timeout_ms / 2) {
 		log_debug("lookup %s: retrying after: %s", job->mid, job->detail);
 		job->detail[0] = '\0';
-		find_once(pool, collection, NULL, job, metrics);
+		free(job->gridfs);
+		job->gridfs = NULL;
+		find_once(pool, client, collection, NULL, job, metrics);
 	}
 	/*
 	 * Not found on a member that may lag: the primary decides, before a 404 is
@@ -249,14 +325,17 @@ static void run_job(struct lookup_pool *pool, mongoc_collection_t *collection,
 		log_debug("lookup %s: not found reading %s: asking the primary", job->mid,
 			  lookup_read_mode_name(mongoc_read_prefs_get_mode(
 				  mongoc_collection_get_read_prefs(collection))));
-		find_once(pool, collection, primary, job, metrics);
+		find_once(pool, client, collection, primary, job, metrics);
 	}
 }
 
 /* Thread-safe (evthread_use_pthreads) and allocation-free: a job is never dropped here. */
 static void deliver(struct lookup_job *job)
 {
-	event_active(job->delivery, EV_TIMEOUT, 1);
+	if (job->delivery == NULL)
+		job->done(job); /* a job no loop waits for (a spool fill): it finishes itself */
+	else
+		event_active(job->delivery, EV_TIMEOUT, 1);
 }
 
 static struct lookup_job *take_job(struct lookup_pool *pool)
@@ -289,7 +368,7 @@ static void *lookup_thread(void *arg)
 		metrics_lookup_thread(pool->metrics, atomic_fetch_add(&pool->next_shard, 1));
 
 	while ((job = take_job(pool)) != NULL) {
-		run_job(pool, collection, primary, job, metrics);
+		run_job(pool, client, collection, primary, job, metrics);
 		deliver(job);
 		pthread_mutex_lock(&pool->lock);
 		pool->running--;
@@ -320,9 +399,11 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 	pool->collection = strdup(config->collection);
 	pool->path_field = strdup(config->path_field);
 	pool->etag_field = config->etag_field ? strdup(config->etag_field) : NULL;
+	pool->gridfs_field = strdup(config->gridfs_field);
+	pool->gridfs_bucket = strdup(config->gridfs_bucket);
 	pool->threads = calloc(pool->thread_count, sizeof(*pool->threads));
-	if (!pool->database || !pool->collection || !pool->path_field || !pool->threads ||
-	    (config->etag_field && !pool->etag_field))
+	if (!pool->database || !pool->collection || !pool->path_field || !pool->gridfs_field ||
+	    !pool->gridfs_bucket || !pool->threads || (config->etag_field && !pool->etag_field))
 		goto out_of_memory;
 
 	uri = make_uri(config, pool->thread_count, error, error_size);
@@ -364,6 +445,7 @@ int lookup_submit(struct lookup_pool *pool, struct lookup_job *job)
 	job->next_queued = NULL;
 	job->path = NULL;
 	job->etag[0] = '\0';
+	job->gridfs = NULL;
 	job->detail[0] = '\0';
 	pthread_mutex_lock(&pool->lock);
 	if (!pool->stopping && pool->queued + pool->running < pool->max_queued) {
@@ -399,13 +481,21 @@ static void answer_queued_jobs(struct lookup_pool *pool)
 	}
 }
 
-void lookup_pool_stop(struct lookup_pool *pool)
+void lookup_pool_quiesce(struct lookup_pool *pool)
 {
-	if (pool == NULL)
+	if (pool == NULL || pool->joined)
 		return;
 	answer_queued_jobs(pool);
 	for (unsigned i = 0; i < pool->thread_count; i++)
 		pthread_join(pool->threads[i], NULL);
+	pool->joined = 1;
+}
+
+void lookup_pool_stop(struct lookup_pool *pool)
+{
+	if (pool == NULL)
+		return;
+	lookup_pool_quiesce(pool);
 	if (pool->clients != NULL)
 		mongoc_client_pool_destroy(pool->clients);
 	pthread_mutex_destroy(&pool->lock);
@@ -415,5 +505,7 @@ void lookup_pool_stop(struct lookup_pool *pool)
 	free(pool->collection);
 	free(pool->path_field);
 	free(pool->etag_field);
+	free(pool->gridfs_field);
+	free(pool->gridfs_bucket);
 	free(pool);
 }

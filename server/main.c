@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "descriptor_budget.h"
+#include "gridfs_spool.h"
 #include "listener.h"
 #include "log.h"
 #include "log_files.h"
@@ -208,8 +209,11 @@ static void stop_workers(struct worker *workers, unsigned count, struct lookup_p
 		worker_request_stop(&workers[i], grace_ms);
 	for (unsigned i = 0; i < count; i++)
 		worker_join(&workers[i]);
-	/* Lookups still running hand their jobs back; run those before freeing. */
-	lookup_pool_stop(lookups);
+	/*
+	 * Lookups still running hand their jobs back; run those before freeing.
+	 * The pool stays allocated (refusing new jobs) until no callback can reach it.
+	 */
+	lookup_pool_quiesce(lookups);
 	for (unsigned i = 0; i < count; i++) {
 		worker_flush(&workers[i]);
 		worker_destroy(&workers[i]);
@@ -274,6 +278,21 @@ static int serve(const struct config *config, struct service *service, const sig
 		free(workers);
 		return EXIT_CONFIG;
 	}
+	if (config->gridfs_cache_dir != NULL) {
+		/* Fills take lookup threads: at most half of them, so lookups always get a turn. */
+		service->gridfs_spool = gridfs_spool_open(
+			config->gridfs_cache_dir, config->gridfs_cache_size, service->lookups,
+			config->lookup_threads / 2, error, sizeof(error));
+		if (service->gridfs_spool == NULL) {
+			fail(error);
+			lookup_pool_stop(service->lookups);
+			service->lookups = NULL;
+			for (unsigned i = 0; i < config->workers; i++)
+				close(listen_fds[i]);
+			free(workers);
+			return EXIT_CONFIG;
+		}
+	}
 	for (; started < config->workers; started++) {
 		if (worker_init(&workers[started], started, service, &open_connections,
 				listen_fds[started], error, sizeof(error)) < 0 ||
@@ -312,7 +331,10 @@ stop: {
 		grace_ms = config->lookup_timeout_ms + 1000;
 	metrics_listener_stop(metrics_listener);
 	stop_workers(workers, started, service->lookups, grace_ms);
+	lookup_pool_stop(service->lookups);
 	service->lookups = NULL;
+	gridfs_spool_free(service->gridfs_spool); /* every fill finished with the pool */
+	service->gridfs_spool = NULL;
 	free(workers);
 	if (status == 0)
 		log_cache_stats(service);

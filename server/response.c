@@ -139,9 +139,9 @@ static void fill_single_part(struct evbuffer *output, const void *context)
 	add_part(output, single->file, &single->range);
 }
 
-void response_send_file(struct exchange *exchange, const struct response_file *file)
+static struct head whole_file_head(const struct response_file *file)
 {
-	struct head head = {
+	return (struct head){
 		.status = 200,
 		.content_type = file->content_type,
 		.has_length = 1,
@@ -149,28 +149,41 @@ void response_send_file(struct exchange *exchange, const struct response_file *f
 		.file_lines = file->file_lines,
 		.accept_ranges = 1,
 	};
+}
+
+void response_send_file(struct exchange *exchange, const struct response_file *file)
+{
+	struct head head = whole_file_head(file);
 	struct single_part whole = {file, {0, file->size - 1}};
 	send_reply(exchange, &head, file->size, fill_single_part, &whole);
+}
+
+#define CONTENT_RANGE_MAX 80
+
+/* A 206 of one range; content_range holds its Content-Range value. */
+static struct head range_head(const struct response_file *file, const struct byte_range *range,
+			      char content_range[CONTENT_RANGE_MAX])
+{
+	snprintf(content_range, CONTENT_RANGE_MAX, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64,
+		 range->first, range->last, file->size);
+	return (struct head){
+		.status = 206,
+		.content_type = file->content_type,
+		.has_length = 1,
+		.content_length = range->last - range->first + 1,
+		.content_range = content_range,
+		.file_lines = file->file_lines,
+		.accept_ranges = 1,
+	};
 }
 
 void response_send_range(struct exchange *exchange, const struct response_file *file,
 			 const struct byte_range *range)
 {
-	char content_range[80];
-	uint64_t length = range->last - range->first + 1;
-	snprintf(content_range, sizeof(content_range), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64,
-		 range->first, range->last, file->size);
-	struct head head = {
-		.status = 206,
-		.content_type = file->content_type,
-		.has_length = 1,
-		.content_length = length,
-		.content_range = content_range,
-		.file_lines = file->file_lines,
-		.accept_ranges = 1,
-	};
+	char content_range[CONTENT_RANGE_MAX];
+	struct head head = range_head(file, range, content_range);
 	struct single_part single = {file, *range};
-	send_reply(exchange, &head, length, fill_single_part, &single);
+	send_reply(exchange, &head, head.content_length, fill_single_part, &single);
 }
 
 struct multipart_body {
@@ -206,24 +219,59 @@ static void make_boundary(char out[MULTIPART_BOUNDARY_MAX])
 		 (uint64_t)++counter & 0xffffffffu);
 }
 
+#define MULTIPART_CONTENT_TYPE_MAX (MULTIPART_BOUNDARY_MAX + 64)
+
+/* A multipart 206 with a new boundary (in boundary); content_type holds its Content-Type. */
+static struct head multipart_head(const struct response_file *file, const struct byte_range *parts,
+				  size_t count, char boundary[MULTIPART_BOUNDARY_MAX],
+				  char content_type[MULTIPART_CONTENT_TYPE_MAX])
+{
+	make_boundary(boundary);
+	multipart_content_type(content_type, MULTIPART_CONTENT_TYPE_MAX, boundary);
+	return (struct head){
+		.status = 206,
+		.content_type = content_type,
+		.has_length = 1,
+		.content_length = multipart_body_length(boundary, file->content_type, parts, count,
+							file->size),
+		.file_lines = file->file_lines,
+		.accept_ranges = 1,
+	};
+}
+
 void response_send_multipart(struct exchange *exchange, const struct response_file *file,
 			     const struct byte_range *parts, size_t count)
 {
 	struct multipart_body multipart = {file, parts, count, {0}};
-	char content_type[MULTIPART_BOUNDARY_MAX + 64];
-	make_boundary(multipart.boundary);
-	multipart_content_type(content_type, sizeof(content_type), multipart.boundary);
-	uint64_t length =
-		multipart_body_length(multipart.boundary, file->content_type, parts, count, file->size);
-	struct head head = {
-		.status = 206,
-		.content_type = content_type,
-		.has_length = 1,
-		.content_length = length,
-		.file_lines = file->file_lines,
-		.accept_ranges = 1,
-	};
-	send_reply(exchange, &head, length, fill_multipart, &multipart);
+	char content_type[MULTIPART_CONTENT_TYPE_MAX];
+	struct head head = multipart_head(file, parts, count, multipart.boundary, content_type);
+	send_reply(exchange, &head, head.content_length, fill_multipart, &multipart);
+}
+
+int response_stream_file(struct exchange *exchange, const struct response_file *file)
+{
+	struct head head = whole_file_head(file);
+	head.reason = response_reason(head.status);
+	return exchange_stream_start(exchange, &head, file->size);
+}
+
+int response_stream_range(struct exchange *exchange, const struct response_file *file,
+			  const struct byte_range *range)
+{
+	char content_range[CONTENT_RANGE_MAX];
+	struct head head = range_head(file, range, content_range);
+	head.reason = response_reason(head.status);
+	return exchange_stream_start(exchange, &head, head.content_length);
+}
+
+int response_stream_multipart(struct exchange *exchange, const struct response_file *file,
+			      const struct byte_range *parts, size_t count,
+			      char boundary[MULTIPART_BOUNDARY_MAX])
+{
+	char content_type[MULTIPART_CONTENT_TYPE_MAX];
+	struct head head = multipart_head(file, parts, count, boundary, content_type);
+	head.reason = response_reason(head.status);
+	return exchange_stream_start(exchange, &head, head.content_length);
 }
 
 void response_send_unsatisfiable(struct exchange *exchange, const struct response_file *file)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "exchange.h"
+#include "multipart.h"
 #include "range.h"
 #include "response_file.h"
 
@@ -47,6 +48,19 @@ void response_send_offload(struct exchange *exchange, const struct response_file
 
 /* 304 with the validators and Cache-Control, no body. */
 void response_send_not_modified(struct exchange *exchange, const struct response_file *file);
+
+/*
+ * The same 200, 206 and multipart 206 heads for a body the caller streams
+ * (file->segment unused): exchange_stream_start's 0 (send the body with
+ * exchange_stream_append), 1 (complete: HEAD) or -1. The multipart body's
+ * part texts are multipart.h's, with the boundary written to boundary.
+ */
+int response_stream_file(struct exchange *exchange, const struct response_file *file);
+int response_stream_range(struct exchange *exchange, const struct response_file *file,
+			  const struct byte_range *range);
+int response_stream_multipart(struct exchange *exchange, const struct response_file *file,
+			      const struct byte_range *parts, size_t count,
+			      char boundary[MULTIPART_BOUNDARY_MAX]);
 
 /* The reason phrase for a status. */
 const char *response_reason(int status);

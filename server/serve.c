@@ -6,37 +6,30 @@
 #include "serve.h"
 
 #include "cond.h"
-#include "range.h"
 
 static const char *request_header(struct exchange *exchange, const char *name)
 {
 	return exchange_header(exchange, name);
 }
 
-static void serve_ranges(struct exchange *exchange, const struct response_file *file,
-			 const char *range_header)
+static enum serve_answer decide_ranges(struct exchange *exchange, const struct response_file *file,
+				       const char *range_header, struct byte_range *parts,
+				       size_t *count)
 {
-	struct byte_range parts[RANGE_MAX_PARTS_LIMIT];
-	size_t count = 0;
 	unsigned max_parts = exchange_config(exchange)->max_ranges;
-
-	switch (range_parse(range_header, file->size, max_parts, parts, &count)) {
+	switch (range_parse(range_header, file->size, max_parts, parts, count)) {
 	case RANGE_WHOLE:
-		response_send_file(exchange, file);
-		return;
+		return SERVE_WHOLE;
 	case RANGE_UNSATISFIABLE:
-		response_send_unsatisfiable(exchange, file);
-		return;
+		return SERVE_UNSATISFIABLE;
 	case RANGE_PARTS:
-		if (count == 1)
-			response_send_range(exchange, file, &parts[0]);
-		else
-			response_send_multipart(exchange, file, parts, count);
-		return;
+		break;
 	}
+	return SERVE_PARTS;
 }
 
-void serve_file(struct exchange *exchange, const struct response_file *file)
+enum serve_answer serve_decide(struct exchange *exchange, const struct response_file *file,
+			       struct byte_range *parts, size_t *count)
 {
 	struct cond_request conditions = {
 		.if_match = request_header(exchange, "If-Match"),
@@ -48,11 +41,9 @@ void serve_file(struct exchange *exchange, const struct response_file *file)
 
 	switch (cond_evaluate(&conditions, &validators)) {
 	case COND_NOT_MODIFIED:
-		response_send_not_modified(exchange, file);
-		return;
+		return SERVE_NOT_MODIFIED;
 	case COND_PRECONDITION_FAILED:
-		response_send_error(exchange, 412);
-		return;
+		return SERVE_PRECONDITION_FAILED;
 	case COND_PROCEED:
 		break;
 	}
@@ -60,7 +51,32 @@ void serve_file(struct exchange *exchange, const struct response_file *file)
 	const char *range_header = request_header(exchange, "Range");
 	if (range_header != NULL &&
 	    cond_if_range_allows(request_header(exchange, "If-Range"), &validators))
-		serve_ranges(exchange, file, range_header);
-	else
+		return decide_ranges(exchange, file, range_header, parts, count);
+	return SERVE_WHOLE;
+}
+
+void serve_file(struct exchange *exchange, const struct response_file *file)
+{
+	struct byte_range parts[RANGE_MAX_PARTS_LIMIT];
+	size_t count = 0;
+	switch (serve_decide(exchange, file, parts, &count)) {
+	case SERVE_NOT_MODIFIED:
+		response_send_not_modified(exchange, file);
+		return;
+	case SERVE_PRECONDITION_FAILED:
+		response_send_error(exchange, 412);
+		return;
+	case SERVE_UNSATISFIABLE:
+		response_send_unsatisfiable(exchange, file);
+		return;
+	case SERVE_WHOLE:
 		response_send_file(exchange, file);
+		return;
+	case SERVE_PARTS:
+		if (count == 1)
+			response_send_range(exchange, file, &parts[0]);
+		else
+			response_send_multipart(exchange, file, parts, count);
+		return;
+	}
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "delivery.h"
 #include "file_cache.h"
+#include "gridfs_spool.h"
 #include "lookup_cache.h"
 #include "lookup.h"
 #include "media.h"
@@ -28,6 +29,7 @@ struct service {
 	struct file_cache *file_cache;	   /* internally locked */
 	const struct delivery *delivery;   /* sendfile or an offload strategy */
 	struct metrics *metrics;	   /* one shard per worker and lookup thread */
+	struct gridfs_spool *gridfs_spool; /* NULL when off; internally locked */
 };
 
 #endif

@@ -1,10 +1,12 @@
 /*
- * track: the findById -> file -> response path, through the lookup cache
+ * track: the findById -> file -> response path (or, for a document whose
+ * file is in GridFS, -> gridfs_stream), through the lookup cache
  * (mid -> path) and the open-file cache (path -> open file and its headers):
  * with both warm, a request makes no database round trip and no open, stat
  * or close. Every outcome that is not a
  * 200 is decided and logged here, once: 404 for no document, a document
- * without a path, or a file that is missing, unreadable or outside the roots
+ * without a path or a GridFS file (or whose GridFS entry is missing or
+ * malformed), or a file that is missing, unreadable or outside the roots
  * (the body never names the path); 503 when the database does not answer in
  * time; 500 for any other database error.
  *
@@ -19,6 +21,7 @@
 
 #include "file_cache.h"
 #include "head.h"
+#include "gridfs_stream.h"
 #include "lookup_cache.h"
 #include "log.h"
 #include "media.h"
@@ -101,7 +104,11 @@ static void respond_to_lookup(struct exchange *exchange, void *arg)
 		log_debug("mid=%s: no such document", job->mid);
 		response_send_error(exchange, 404);
 		return;
+	case LOOKUP_GRIDFS:
+		gridfs_stream_serve(exchange, job->mid, job->gridfs, service->gridfs_spool);
+		return;
 	case LOOKUP_NO_PATH:
+	case LOOKUP_BAD_DATA:
 		log_warn("mid=%s: data problem: %s", job->mid, job->detail);
 		response_send_error(exchange, 404);
 		return;
