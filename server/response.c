@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cors.h"
 #include "head.h"
 #include "log.h"
 #include "multipart.h"
@@ -22,6 +23,8 @@ const char *response_reason(int status)
 	switch (status) {
 	case 200:
 		return "OK";
+	case 204:
+		return "No Content";
 	case 206:
 		return "Partial Content";
 	case 304:
@@ -52,11 +55,37 @@ const char *response_reason(int status)
  * the caller's reference to a possibly shared segment (DESIGN.md): so that
  * aborts (add_part, fill_text).
  */
+static void send_answer(struct exchange *exchange, struct head *head, enum cors_answer kind,
+			uint64_t body_length, exchange_fill_cb fill, const void *context)
+{
+	if (response_cors_applies(exchange)) {
+		const struct config *config = exchange_config(exchange);
+		struct head_field fields[CORS_FIELDS_MAX];
+		size_t count = cors_fields(config->cors_origins, config->cors_origin_count,
+					   exchange_header(exchange, "Origin"), kind, fields);
+		for (size_t i = 0; i < count; i++) {
+			if (head_add_field(head, fields[i].name, fields[i].value) < 0)
+				log_error("response head has no room for %s", fields[i].name);
+		}
+	}
+	head->reason = response_reason(head->status);
+	exchange_send(exchange, head, body_length, fill, context);
+}
+
+/* Every answer but a preflight: its CORS fields, when they apply, are those of an actual one. */
 static void send_reply(struct exchange *exchange, struct head *head, uint64_t body_length,
 		       exchange_fill_cb fill, const void *context)
 {
-	head->reason = response_reason(head->status);
-	exchange_send(exchange, head, body_length, fill, context);
+	send_answer(exchange, head, CORS_ACTUAL, body_length, fill, context);
+}
+
+int response_cors_applies(const struct exchange *exchange)
+{
+	const struct config *config = exchange_config(exchange);
+	if (cors_mode(config->cors_origins, config->cors_origin_count) == CORS_OFF)
+		return 0;
+	enum route_kind kind = route_parse(exchange_target(exchange)).kind;
+	return kind == ROUTE_TRACK || kind == ROUTE_BAD_ID;
 }
 
 struct text_body {
@@ -110,11 +139,21 @@ static void send_error_with(struct exchange *exchange, int status, const char *n
 void response_send_error(struct exchange *exchange, int status)
 {
 	if (status == 405)
-		send_error_with(exchange, status, "Allow", ROUTE_ALLOWED_METHODS);
+		send_error_with(exchange, status, "Allow",
+				response_cors_applies(exchange) ? CORS_ALLOW_METHODS
+								: ROUTE_ALLOWED_METHODS);
 	else if (status == 503)
 		send_error_with(exchange, status, "Retry-After", RESPONSE_RETRY_AFTER_SECONDS);
 	else
 		send_error_with(exchange, status, NULL, NULL);
+}
+
+void response_send_options(struct exchange *exchange, int preflight)
+{
+	/* No body, and so no Content-Length (RFC 9110: a 204 has none). */
+	struct head head = {.status = 204};
+	head_add_field(&head, "Allow", CORS_ALLOW_METHODS);
+	send_answer(exchange, &head, preflight ? CORS_PREFLIGHT : CORS_ACTUAL, 0, NULL, NULL);
 }
 
 /* Queues [first, last] of the file (see send_reply for why failure aborts). */
