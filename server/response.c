@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cors.h"
+#include "disposition.h"
 #include "head.h"
 #include "log.h"
 #include "multipart.h"
@@ -156,6 +157,25 @@ void response_send_options(struct exchange *exchange, int preflight)
 	send_answer(exchange, &head, preflight ? CORS_PREFLIGHT : CORS_ACTUAL, 0, NULL, NULL);
 }
 
+/*
+ * Content-Disposition: attachment when the target asks for ?download; the
+ * value is written into value, which must outlive the head.
+ */
+static void add_disposition(struct exchange *exchange, struct head *head,
+			    const struct response_file *file, char value[DISPOSITION_VALUE_MAX])
+{
+	const char *target = exchange_target(exchange);
+	if (!disposition_requested(target))
+		return;
+	struct route route = route_parse(target);
+	if (route.kind != ROUTE_TRACK)
+		return;
+	if (disposition_value(target, route.mid, file->resolved_path, value,
+			      DISPOSITION_VALUE_MAX) == 0 ||
+	    head_add_field(head, "Content-Disposition", value) < 0)
+		log_error("mid=%s: cannot add Content-Disposition", route.mid);
+}
+
 /* Queues [first, last] of the file (see send_reply for why failure aborts). */
 static void add_part(struct evbuffer *output, const struct response_file *file,
 		     const struct byte_range *part)
@@ -188,6 +208,8 @@ void response_send_file(struct exchange *exchange, const struct response_file *f
 		.file_lines = file->file_lines,
 		.accept_ranges = 1,
 	};
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	struct single_part whole = {file, {0, file->size - 1}};
 	send_reply(exchange, &head, file->size, fill_single_part, &whole);
 }
@@ -208,6 +230,8 @@ void response_send_range(struct exchange *exchange, const struct response_file *
 		.file_lines = file->file_lines,
 		.accept_ranges = 1,
 	};
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	struct single_part single = {file, *range};
 	send_reply(exchange, &head, length, fill_single_part, &single);
 }
@@ -262,6 +286,8 @@ void response_send_multipart(struct exchange *exchange, const struct response_fi
 		.file_lines = file->file_lines,
 		.accept_ranges = 1,
 	};
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	send_reply(exchange, &head, length, fill_multipart, &multipart);
 }
 
@@ -292,5 +318,7 @@ void response_send_offload(struct exchange *exchange, const struct response_file
 	if (file->cache_control != NULL)
 		head_add_field(&head, "Cache-Control", file->cache_control);
 	head_add_field(&head, header, value);
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	send_reply(exchange, &head, 0, NULL, NULL);
 }
