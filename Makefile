@@ -94,7 +94,7 @@ $(TSAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(TSAN_OBJ
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,range.c cond.c validators.c proxy_trust.c route.c objectid.c \
-	containment.c content_type.c offload.c config.c cors.c log.c multipart.c framing.c head.c)
+	containment.c content_type.c offload.c config.c cors.c disposition.c log.c multipart.c framing.c head.c)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)
