@@ -12,6 +12,7 @@ AnalyserNode; the same page against a musicd without --cors-origin gets neither.
 """
 
 import json
+import time
 
 import pytest
 import requests
@@ -19,7 +20,7 @@ import requests
 from assertions import assert_error
 from support import free_port, scaled, wait_until
 from frontends import SHIPPED_ACCEL_PREFIX
-from test_deployment import stack, wait_track_requests
+from test_deployment import HEALTHY_TIMEOUT, stack, track_requests, wait_track_requests
 from webdriver import Browser, PageServer
 
 TIMEOUT = scaled(10)
@@ -288,6 +289,49 @@ def test_the_shipped_stack_with_star_caches_one_object_for_every_origin(
         assert_actual_cors(resp, "*", vary=False)
     lines = wait_track_requests(server, 1)
     assert len([line for line in lines if line[1].startswith("GET")]) == 1, lines
+
+
+# The VCL's ADAPT block that lists musicd's origins, as shipped (commented out) and as a user
+# adapts it for --cors-origin PAGE.
+SHIPPED_VCL_ORIGINS = (
+    '        #if (req.http.Origin && req.http.Origin !~ "^(https://player\\.example\\.com)$") {\n'
+    '        #    unset req.http.Origin;\n'
+    '        #}\n')
+ADAPTED_VCL_ORIGINS = (
+    '        if (req.http.Origin && req.http.Origin !~ "^(http://127\\.0\\.0\\.1:8000)$") {\n'
+    '            unset req.http.Origin;\n'
+    '        }\n')
+
+
+def test_the_vcls_origin_list_keeps_made_up_origins_from_making_variants(
+        musicd, library, frontends):
+    server = musicd.start(extra_args=["--cors-origin", PAGE])
+    nginx = frontends.nginx(server.port)
+    varnish = frontends.varnish(nginx.port, adapt=[(SHIPPED_VCL_ORIGINS, ADAPTED_VCL_ORIGINS)])
+    varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
+    track = library.add()
+    for _ in range(2):
+        resp = request(varnish, "GET", track.url_path, PAGE)
+        assert resp.status_code == 200 and resp.content == track.data
+        assert_actual_cors(resp, PAGE, vary=True)
+    assert resp.headers["X-Cache"] == "hit"
+    for origin in [f"http://made-up-{i}.example" for i in range(5)] + [None]:
+        resp = request(varnish, "GET", track.url_path, origin)
+        assert resp.status_code == 200 and resp.content == track.data
+        assert "Access-Control-Allow-Origin" not in resp.headers, (origin, dict(resp.headers))
+    # one fetch for PAGE's variant, one for every other Origin (sent on as none)
+    wait_track_requests(server, 2)
+    time.sleep(0.2)
+    assert len(track_requests(server)) == 2, track_requests(server)
+
+
+def test_without_the_vcls_origin_list_each_origin_is_a_variant(musicd, library, frontends):
+    # what the ADAPT block is for: the shipped VCL honours Vary: Origin for any value
+    server, nginx, varnish = stack(musicd, frontends, extra_args=["--cors-origin", PAGE])
+    track = library.add()
+    for origin in [f"http://made-up-{i}.example" for i in range(3)]:
+        assert request(varnish, "GET", track.url_path, origin).status_code == 200
+    assert len(wait_track_requests(server, 3)) == 3
 
 
 def test_the_shipped_offload_stack_keeps_musicds_cors_headers(musicd, library, frontends):
