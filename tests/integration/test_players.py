@@ -1,16 +1,24 @@
 """Command-line players as musicd's clients: ffprobe reads the duration from the URL, mpg123
 decodes the stream from the URL (test mode, and to raw samples compared with the local file's),
-curl resumes cut downloads with `-C -`. Every tool runs with a timeout; a killed download's curl is
-always reaped."""
+curl resumes cut downloads with `-C -`; and the desktop players mpv, VLC and GStreamer play, seek
+and reach the end, directly and through the shipped Varnish -> nginx -> musicd stack (below).
+Every tool runs with a timeout; a killed download's curl and every player are always reaped."""
 
+import os
+import pathlib
+import queue
 import re
+import shutil
 import subprocess
+import threading
+import time
 
 import pytest
 
 from media import sha256_file
 from support import scaled, wait_until
 from tcp_proxy import TcpProxy
+from test_deployment import stack
 
 TOOL_TIMEOUT = scaled(60)
 
@@ -156,15 +164,6 @@ def test_curl_resume_of_a_complete_file_is_a_no_op(server, big, tmp_path):
 # (README, "Players"): mpv and VLC a FLAC, GStreamer an Ogg Vorbis. mpv and GStreamer decode
 # as fast as they can (untimed null output, fakesink sync=false); VLC plays in real time, so
 # its test seeks close to the end. Every player runs under a timeout and is always reaped.
-
-import os
-import pathlib
-import queue
-import shutil
-import threading
-import time
-
-from test_deployment import stack
 
 SEEK_FRACTION = 0.9
 POSITION_TOLERANCE = 1.5      # seconds between the asked and the reported position
