@@ -45,7 +45,7 @@ IMPORT_CFLAGS := -Iimport $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null
 IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null)
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
-IMPORT_SHARED := $(addprefix server/,config.c head.c log.c proxy_trust.c content_type.c containment.c)
+IMPORT_SHARED := $(addprefix server/,config.c cors.c head.c log.c proxy_trust.c content_type.c containment.c)
 IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
 IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) \
 	$(IMPORT_SHARED:server/%.c=$(ASAN_OBJ)/%.o)
@@ -94,7 +94,7 @@ $(TSAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(TSAN_OBJ
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,range.c cond.c validators.c proxy_trust.c route.c objectid.c \
-	containment.c content_type.c offload.c config.c log.c multipart.c framing.c head.c)
+	containment.c content_type.c offload.c config.c cors.c disposition.c log.c multipart.c framing.c head.c)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)

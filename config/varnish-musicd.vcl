@@ -75,8 +75,18 @@ sub vcl_recv {
         if (std.healthy(req.backend_hint)) {
             set req.grace = 10s;
         }
+        # CORS (musicd --cors-origin): with a list of origins musicd answers Vary: Origin, and
+        # Varnish keeps one variant of a track per Origin value, each with its own
+        # Access-Control-Allow-Origin. ADAPT: list musicd's origins here (uncomment) so that
+        # made-up Origin values cannot make Varnish fetch and store a track once each; any other
+        # Origin gets no Access-Control-Allow-Origin from musicd anyway. Not needed with
+        # --cors-origin '*' (no Vary) or without CORS.
+        #if (req.http.Origin && req.http.Origin !~ "^(https://player\.example\.com)$") {
+        #    unset req.http.Origin;
+        #}
     }
-    # Everything else: the built-in rules (GET and HEAD looked up, other methods passed, ...).
+    # Everything else: the built-in rules (GET and HEAD looked up, other methods passed, ...):
+    # CORS preflights (OPTIONS) are passed to musicd, never looked up or stored as a track.
 }
 
 sub vcl_hash {

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include "cors.h"
 #include "head.h"
 #include "proxy_trust.h"
 #include "range.h"
@@ -149,6 +150,11 @@ static const struct option_spec options[] = {
 	{"error-cache-control", "VALUE|off", STRING_OR_OFF(error_cache_control),
 	 .help = "Cache-Control of error answers, so caches do not keep an outage",
 	 .default_value = "no-store", LIVE},
+	{"cors-origin", "ORIGIN|*|off",
+	 LIST(cors_origins, cors_origin_count, CONFIG_MAX_CORS_ORIGINS),
+	 .help = "web page origin (scheme://host[:port]) allowed to read tracks by CORS, or * for "
+		 "any; repeatable",
+	 .default_note = "off", LIVE},
 	{"max-ranges", "N", NUMBER(max_ranges, 1, RANGE_MAX_PARTS_LIMIT),
 	 .help = "ranges one request may ask for before it gets the whole file",
 	 .default_value = NUMBER_TEXT(RANGE_DEFAULT_MAX_PARTS), LIVE},
@@ -681,6 +687,13 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 			  "holding the content hash", config->etag_field);
 		return -1;
 	}
+	for (size_t i = 0; i < config->cors_origin_count; i++) {
+		if (check_header_value("cors-origin", config->cors_origins[i], error, error_size) < 0)
+			return -1;
+	}
+	if (cors_check_origins(config->cors_origins, config->cors_origin_count, error,
+			       error_size) < 0)
+		return -1;
 	if (config->cache_control != NULL &&
 	    check_header_value("cache-control", config->cache_control, error, error_size) < 0)
 		return -1;

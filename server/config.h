@@ -15,6 +15,7 @@
 
 #define CONFIG_MAX_MEDIA_ROOTS 32
 #define CONFIG_MAX_TRUSTED_PROXIES 64
+#define CONFIG_MAX_CORS_ORIGINS 32
 #define CONFIG_ERROR_MAX 512
 #define CONFIG_DEFAULT_PORT 23001
 #define CONFIG_DEFAULT_METRICS_PORT 23002
@@ -78,6 +79,8 @@ struct config {
 	char *trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES]; /* CIDRs whose X-Forwarded-For is believed */
 	size_t trusted_proxy_count;
 	char *error_cache_control; /* Cache-Control of 4xx and 5xx answers; NULL for none */
+	char *cors_origins[CONFIG_MAX_CORS_ORIGINS]; /* origins, or one "*" or "off" (cors.h) */
+	size_t cors_origin_count;		     /* 0: off */
 
 	/* The connection layer's bounds. */
 	unsigned max_connections;   /* 0 = what the descriptor limit leaves room for, settled by main */

@@ -23,7 +23,7 @@ enum head_connection {
 };
 
 /* Fields a head carries besides the ones it names (Allow, Retry-After, offload headers ...). */
-#define HEAD_FIELDS_MAX 6
+#define HEAD_FIELDS_MAX 8
 
 struct head_field {
 	const char *name;  /* "Allow" */

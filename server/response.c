@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cors.h"
+#include "disposition.h"
 #include "head.h"
 #include "log.h"
 #include "multipart.h"
@@ -22,6 +24,8 @@ const char *response_reason(int status)
 	switch (status) {
 	case 200:
 		return "OK";
+	case 204:
+		return "No Content";
 	case 206:
 		return "Partial Content";
 	case 304:
@@ -52,11 +56,37 @@ const char *response_reason(int status)
  * the caller's reference to a possibly shared segment (DESIGN.md): so that
  * aborts (add_part, fill_text).
  */
+static void send_answer(struct exchange *exchange, struct head *head, enum cors_answer kind,
+			uint64_t body_length, exchange_fill_cb fill, const void *context)
+{
+	if (response_cors_applies(exchange)) {
+		const struct config *config = exchange_config(exchange);
+		struct head_field fields[CORS_FIELDS_MAX];
+		size_t count = cors_fields(config->cors_origins, config->cors_origin_count,
+					   exchange_header(exchange, "Origin"), kind, fields);
+		for (size_t i = 0; i < count; i++) {
+			if (head_add_field(head, fields[i].name, fields[i].value) < 0)
+				log_error("response head has no room for %s", fields[i].name);
+		}
+	}
+	head->reason = response_reason(head->status);
+	exchange_send(exchange, head, body_length, fill, context);
+}
+
+/* Every answer but a preflight: its CORS fields, when they apply, are those of an actual one. */
 static void send_reply(struct exchange *exchange, struct head *head, uint64_t body_length,
 		       exchange_fill_cb fill, const void *context)
 {
-	head->reason = response_reason(head->status);
-	exchange_send(exchange, head, body_length, fill, context);
+	send_answer(exchange, head, CORS_ACTUAL, body_length, fill, context);
+}
+
+int response_cors_applies(const struct exchange *exchange)
+{
+	const struct config *config = exchange_config(exchange);
+	if (cors_mode(config->cors_origins, config->cors_origin_count) == CORS_OFF)
+		return 0;
+	enum route_kind kind = route_parse(exchange_target(exchange)).kind;
+	return kind == ROUTE_TRACK || kind == ROUTE_BAD_ID;
 }
 
 struct text_body {
@@ -110,11 +140,40 @@ static void send_error_with(struct exchange *exchange, int status, const char *n
 void response_send_error(struct exchange *exchange, int status)
 {
 	if (status == 405)
-		send_error_with(exchange, status, "Allow", ROUTE_ALLOWED_METHODS);
+		send_error_with(exchange, status, "Allow",
+				response_cors_applies(exchange) ? CORS_ALLOW_METHODS
+								: ROUTE_ALLOWED_METHODS);
 	else if (status == 503)
 		send_error_with(exchange, status, "Retry-After", RESPONSE_RETRY_AFTER_SECONDS);
 	else
 		send_error_with(exchange, status, NULL, NULL);
+}
+
+void response_send_options(struct exchange *exchange, int preflight)
+{
+	/* No body, and so no Content-Length (RFC 9110: a 204 has none). */
+	struct head head = {.status = 204};
+	head_add_field(&head, "Allow", CORS_ALLOW_METHODS);
+	send_answer(exchange, &head, preflight ? CORS_PREFLIGHT : CORS_ACTUAL, 0, NULL, NULL);
+}
+
+/*
+ * Content-Disposition: attachment when the target asks for ?download; the
+ * value is written into value, which must outlive the head.
+ */
+static void add_disposition(struct exchange *exchange, struct head *head,
+			    const struct response_file *file, char value[DISPOSITION_VALUE_MAX])
+{
+	const char *target = exchange_target(exchange);
+	if (!disposition_requested(target))
+		return;
+	struct route route = route_parse(target);
+	if (route.kind != ROUTE_TRACK)
+		return;
+	if (disposition_value(target, route.mid, file->resolved_path, value,
+			      DISPOSITION_VALUE_MAX) == 0 ||
+	    head_add_field(head, "Content-Disposition", value) < 0)
+		log_error("mid=%s: cannot add Content-Disposition", route.mid);
 }
 
 /* Queues [first, last] of the file (see send_reply for why failure aborts). */
@@ -154,6 +213,8 @@ static struct head whole_file_head(const struct response_file *file)
 void response_send_file(struct exchange *exchange, const struct response_file *file)
 {
 	struct head head = whole_file_head(file);
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	struct single_part whole = {file, {0, file->size - 1}};
 	send_reply(exchange, &head, file->size, fill_single_part, &whole);
 }
@@ -182,6 +243,8 @@ void response_send_range(struct exchange *exchange, const struct response_file *
 {
 	char content_range[CONTENT_RANGE_MAX];
 	struct head head = range_head(file, range, content_range);
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	struct single_part single = {file, *range};
 	send_reply(exchange, &head, head.content_length, fill_single_part, &single);
 }
@@ -245,12 +308,16 @@ void response_send_multipart(struct exchange *exchange, const struct response_fi
 	struct multipart_body multipart = {file, parts, count, {0}};
 	char content_type[MULTIPART_CONTENT_TYPE_MAX];
 	struct head head = multipart_head(file, parts, count, multipart.boundary, content_type);
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	send_reply(exchange, &head, head.content_length, fill_multipart, &multipart);
 }
 
 int response_stream_file(struct exchange *exchange, const struct response_file *file)
 {
 	struct head head = whole_file_head(file);
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	head.reason = response_reason(head.status);
 	return exchange_stream_start(exchange, &head, file->size);
 }
@@ -260,6 +327,8 @@ int response_stream_range(struct exchange *exchange, const struct response_file 
 {
 	char content_range[CONTENT_RANGE_MAX];
 	struct head head = range_head(file, range, content_range);
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	head.reason = response_reason(head.status);
 	return exchange_stream_start(exchange, &head, head.content_length);
 }
@@ -270,6 +339,8 @@ int response_stream_multipart(struct exchange *exchange, const struct response_f
 {
 	char content_type[MULTIPART_CONTENT_TYPE_MAX];
 	struct head head = multipart_head(file, parts, count, boundary, content_type);
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	head.reason = response_reason(head.status);
 	return exchange_stream_start(exchange, &head, head.content_length);
 }
@@ -301,5 +372,7 @@ void response_send_offload(struct exchange *exchange, const struct response_file
 	if (file->cache_control != NULL)
 		head_add_field(&head, "Cache-Control", file->cache_control);
 	head_add_field(&head, header, value);
+	char disposition[DISPOSITION_VALUE_MAX];
+	add_disposition(exchange, &head, file, disposition);
 	send_reply(exchange, &head, 0, NULL, NULL);
 }

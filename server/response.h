@@ -21,9 +21,23 @@
 
 /*
  * Sends status with a one-line text/plain body ("404 Not Found"). 405 carries
- * Allow, 503 carries Retry-After.
+ * Allow (OPTIONS included where response_cors_applies), 503 carries Retry-After.
  */
 void response_send_error(struct exchange *exchange, int status);
+
+/*
+ * True when this request's answers carry CORS headers: --cors-origin is on and
+ * the target is the track route (a valid :mid or not). Every answer composed
+ * here then carries them, errors included; 405 then allows OPTIONS too.
+ */
+int response_cors_applies(const struct exchange *exchange);
+
+/*
+ * 204 to an OPTIONS on the track route with CORS on: Allow, and the preflight's
+ * Access-Control-Allow-* fields when preflight (Origin and
+ * Access-Control-Request-Method were sent), else an actual answer's.
+ */
+void response_send_options(struct exchange *exchange, int preflight);
 
 /* Sends a short text/plain 200 with body. */
 void response_send_text(struct exchange *exchange, int status, const char *body);

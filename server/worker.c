@@ -50,6 +50,13 @@ static const route_handler handlers[] = {
 	[ROUTE_NOT_FOUND] = NULL, /* 404 whatever the method */
 };
 
+/* A CORS preflight: an OPTIONS naming the page's origin and the method it means to use. */
+static int is_preflight(const struct exchange *exchange)
+{
+	return exchange_header(exchange, "Origin") != NULL &&
+	       exchange_header(exchange, "Access-Control-Request-Method") != NULL;
+}
+
 static void on_request(struct exchange *exchange, void *arg)
 {
 	const struct service *service = arg;
@@ -61,6 +68,10 @@ static void on_request(struct exchange *exchange, void *arg)
 	route_handler handler = handlers[route.kind];
 	if (handler == NULL)
 		response_send_error(exchange, 404);
+	else if (strcmp(exchange_method(exchange), "OPTIONS") == 0 &&
+		 response_cors_applies(exchange))
+		/* Answered from the route alone: a preflight costs no lookup. */
+		response_send_options(exchange, is_preflight(exchange));
 	else if (route_check_method(exchange_method(exchange)) != ROUTE_METHOD_OK)
 		response_send_error(exchange, 405);
 	else

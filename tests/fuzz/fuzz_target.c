@@ -1,7 +1,9 @@
 /*
  * Fuzzes what a request target and a stored path go through: route_parse,
  * objectid_is_valid, containment, content types and the X-Accel-Redirect
- * encoding (whose output must never hold a byte that could split a header).
+ * encoding (whose output must never hold a byte that could split a header),
+ * the ?download Content-Disposition value and the --cors-origin grammar (the
+ * same promise: nothing that could split a header).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +11,9 @@
 
 #include "containment.h"
 #include "content_type.h"
+#include "cors.h"
+#include "disposition.h"
+#include "head.h"
 #include "offload.h"
 #include "route.h"
 
@@ -30,6 +35,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char uri[4096];
 	size_t length = offload_accel_uri("/protected/", "/srv/music", text, uri, sizeof(uri));
 	if (length > 0 && (!offload_header_safe(uri) || strchr(uri, '?') || strchr(uri, ' ')))
+		abort();
+
+	static const char attachment[] = "attachment; filename=\"";
+	char disposition[DISPOSITION_VALUE_MAX];
+	length = disposition_value(text, "0123456789abcdef01234567", text, disposition,
+				   sizeof(disposition));
+	if (length == 0 || !head_value_is_safe(disposition) ||
+	    strncmp(disposition, attachment, strlen(attachment)) != 0)
+		abort();
+	disposition_requested(text);
+	if (cors_origin_is_valid(text) && (!head_value_is_safe(text) || strchr(text, '/') == NULL))
 		abort();
 	free(text);
 	return 0;

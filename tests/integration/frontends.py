@@ -81,10 +81,11 @@ def nginx_site_text(musicd_port, nginx_port, offload=False, media_root=None):
     return substitute(path.read_text(), replacements, path.name)
 
 
-def varnish_vcl_text(nginx_port, probe_interval=PROBE_INTERVAL):
-    """The shipped VCL pointed at nginx's port, probing every probe_interval."""
+def varnish_vcl_text(nginx_port, probe_interval=PROBE_INTERVAL, adapt=()):
+    """The shipped VCL pointed at nginx's port, probing every probe_interval; adapt: more
+    (old, new) replacements, as a user would make at an ADAPT mark."""
     replacements = [(SHIPPED_BACKEND_PORT, f'.port = "{nginx_port}";'),
-                    (SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};")]
+                    (SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};"), *adapt]
     return substitute(VARNISH_VCL.read_text(), replacements, VARNISH_VCL.name)
 
 
@@ -360,9 +361,9 @@ class FrontendFactory:
                          nginx_site_text(musicd_port, port, offload, media_root), port)
         return self._start(make)
 
-    def varnish(self, nginx_port, probe_interval=PROBE_INTERVAL):
+    def varnish(self, nginx_port, probe_interval=PROBE_INTERVAL, adapt=()):
         return self._start(lambda: Varnish(self._dir("varnish"),
-                                           varnish_vcl_text(nginx_port, probe_interval),
+                                           varnish_vcl_text(nginx_port, probe_interval, adapt),
                                            free_port()))
 
     def nginx_cluster(self, origin_ports, fail_timeout=FAIL_TIMEOUT):

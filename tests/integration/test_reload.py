@@ -167,6 +167,25 @@ def test_a_reload_of_other_settings_leaves_cached_files_cached(musicd, mongo, db
     assert open_file_cache_counts(r.server) == (2, 2)
 
 
+def test_cors_origins_change(musicd, mongo, db, library, tmp_path):
+    track = library.add(library.media.short, "cors.mp3")
+    r = start(musicd, mongo, db, library, tmp_path, cors_origin=["http://a.test"])
+    first = r.get(track, {"Origin": "http://a.test"})
+    assert first.header("Access-Control-Allow-Origin") == "http://a.test"
+    assert r.get(track, {"Origin": "http://b.test"}).header("Access-Control-Allow-Origin") is None
+
+    r.write(cors_origin=["http://b.test", "http://c.test"])
+    assert "changed cors-origin" in r.hup()
+    after = r.get(track, {"Origin": "http://b.test"})
+    assert after.status == 200 and after.body == track.data
+    assert after.header("Access-Control-Allow-Origin") == "http://b.test"
+    assert r.get(track, {"Origin": "http://a.test"}).header("Access-Control-Allow-Origin") is None
+
+    r.write(cors_origin=None)  # back to the default, off: no CORS headers, OPTIONS refused
+    r.hup()
+    assert r.get(track, {"Origin": "http://b.test"}).header("Access-Control-Allow-Origin") is None
+
+
 def test_error_cache_control_changes(musicd, mongo, db, library, tmp_path):
     r = start(musicd, mongo, db, library, tmp_path)
     missing = f"/musicdb/{ObjectId()}/gone.mp3"
@@ -477,7 +496,7 @@ def test_many_sighups_under_load_fail_no_request(musicd, mongo, db, library, tmp
 # The option table's live marks (tests/unit/test_reload_plan.c pins the table to this list).
 LIVE = {"lookup-cache-ttl", "lookup-cache-negative-ttl", "open-file-cache-valid",
         "open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",
-        "trusted-proxy", "access-log", "log-level"}
+        "trusted-proxy", "access-log", "log-level", "cors-origin"}
 CONF_SETTING = re.compile(r"^#?([a-z][a-z0-9-]*)\s*=")
 
 

@@ -108,6 +108,11 @@ class Browser:
         """Run script (a function body: use `return`) in the page; its JSON result."""
         return self._session_call("POST", "/execute/sync", {"script": script, "args": list(args)})
 
+    def cdp(self, command, params=None):
+        """Run a Chrome DevTools Protocol command (chromedriver's goog/cdp/execute); its result."""
+        return self._session_call("POST", "/goog/cdp/execute",
+                                  {"cmd": command, "params": params or {}})
+
     def close(self):
         try:
             if self.session is not None:
