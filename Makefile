@@ -4,6 +4,7 @@
 #               fuzz, integration, and integration again under ASan/UBSan)
 #   make layers server/'s include graph: no cycle, event2/http_struct.h only in exchange.c
 #   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
+#   make install / make uninstall   (GNU conventions: PREFIX, DESTDIR, bindir, sbindir, ...; below)
 CC       ?= cc
 PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -142,4 +143,71 @@ bench: deps
 clean:
 	rm -rf build
 
-.PHONY: all asan unit-build unit layers fuzz-build fuzz deps ferretdb test demo bench clean
+# -- make install / make uninstall -----------------------------------------------------------
+# GNU directory variables, each overridable: make install PREFIX=/usr DESTDIR=/tmp/stage.
+# sysconfdir is $(prefix)/etc as GNU says, except for PREFIX=/usr, whose configuration belongs
+# in /etc (FHS): /usr/local -> /usr/local/etc, /opt/x -> /opt/x/etc, /usr -> /etc.
+# Files under sysconfdir (musicd.conf, the logrotate file) are the operator's: install never
+# overwrites one, uninstall removes one only if it is still the shipped file.
+PREFIX         ?= /usr/local
+prefix         ?= $(PREFIX)
+exec_prefix    ?= $(prefix)
+bindir         ?= $(exec_prefix)/bin
+sbindir        ?= $(exec_prefix)/sbin
+datarootdir    ?= $(prefix)/share
+mandir         ?= $(datarootdir)/man
+man1dir        ?= $(mandir)/man1
+man8dir        ?= $(mandir)/man8
+ifeq ($(patsubst %/,%,$(prefix)),/usr)
+SYSCONFDIR     ?= /etc
+else
+SYSCONFDIR     ?= $(prefix)/etc
+endif
+sysconfdir     ?= $(SYSCONFDIR)
+SYSTEMDUNITDIR ?= $(prefix)/lib/systemd/system
+LOGROTATEDIR   ?= $(sysconfdir)/logrotate.d
+INSTALL        ?= install
+INSTALL_PROGRAM ?= $(INSTALL) -m 755
+INSTALL_DATA   ?= $(INSTALL) -m 644
+
+CONF_INSTALLED := $(DESTDIR)$(sysconfdir)/musicd/musicd.conf
+LOGROTATE_INSTALLED := $(DESTDIR)$(LOGROTATEDIR)/musicd
+# The unit's ExecStart and the man page's paths, rewritten to where this install puts things
+# (both are written for PREFIX=/usr in the repository).
+UNIT_SED := -e 's|^ExecStart=[^ ]*/musicd\b|ExecStart=$(sbindir)/musicd|'
+MAN_SED := -e 's|/etc/musicd/|$(sysconfdir)/musicd/|g' -e 's|/usr/sbin/musicd|$(sbindir)/musicd|g' \
+	-e 's|/usr/lib/systemd/system/musicd\.service|$(SYSTEMDUNITDIR)/musicd.service|g' \
+	-e 's|/etc/logrotate\.d/musicd|$(LOGROTATEDIR)/musicd|g'
+
+install: build/musicd build/musicd-import
+	$(INSTALL) -d -m 755 $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) $(DESTDIR)$(sysconfdir)/musicd \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir)
+	$(INSTALL_PROGRAM) build/musicd $(DESTDIR)$(sbindir)/musicd
+	$(INSTALL_PROGRAM) build/musicd-import $(DESTDIR)$(bindir)/musicd-import
+	@if [ -e $(CONF_INSTALLED) ]; then echo "install: $(CONF_INSTALLED) exists, kept"; \
+	else \
+		$(INSTALL_DATA) config/musicd.conf $(CONF_INSTALLED); fi
+	@if [ -e $(LOGROTATE_INSTALLED) ]; then echo "install: $(LOGROTATE_INSTALLED) exists, kept"; \
+	else \
+		$(INSTALL_DATA) config/musicd.logrotate $(LOGROTATE_INSTALLED); fi
+	mkdir -p build/install
+	sed $(UNIT_SED) config/musicd.service >build/install/musicd.service
+	grep -q '^ExecStart=$(sbindir)/musicd' build/install/musicd.service
+	$(INSTALL_DATA) build/install/musicd.service $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
+	sed $(MAN_SED) man/musicd.8 >build/install/musicd.8
+	$(INSTALL_DATA) build/install/musicd.8 $(DESTDIR)$(man8dir)/musicd.8
+	$(INSTALL_DATA) import/musicd-import.1 $(DESTDIR)$(man1dir)/musicd-import.1
+
+uninstall:
+	rm -f $(DESTDIR)$(sbindir)/musicd $(DESTDIR)$(bindir)/musicd-import \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service \
+		$(DESTDIR)$(man8dir)/musicd.8 $(DESTDIR)$(man1dir)/musicd-import.1
+	@for pair in config/musicd.conf:$(CONF_INSTALLED) config/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
+		shipped=$${pair%%:*}; installed=$${pair#*:}; \
+		if [ ! -e "$$installed" ]; then :; \
+		elif cmp -s "$$shipped" "$$installed"; then rm -f "$$installed"; \
+		else echo "uninstall: $$installed was edited, kept"; fi; \
+	done
+	-@rmdir $(DESTDIR)$(sysconfdir)/musicd 2>/dev/null || true
+
+.PHONY: all asan unit-build unit layers fuzz-build fuzz deps ferretdb test demo bench clean install uninstall

@@ -313,9 +313,11 @@ class Varnish:
 
 
 def vcl_compiles(vcl_path):
-    """`varnishd -C -f vcl_path`: (exit status, stderr)."""
-    p = subprocess.run([VARNISHD_BIN, "-C", "-f", str(vcl_path)], capture_output=True,
-                       text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    """`varnishd -C -j none -f vcl_path`: (exit status, stderr). -j none: as root, varnishd
+    would read the file as its unprivileged user, and fail in a clone under /root (0700)."""
+    p = subprocess.run([VARNISHD_BIN, "-C", "-j", "none", "-f", str(vcl_path)],
+                       capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                       stdin=subprocess.DEVNULL)
     return p.returncode, p.stderr
 
 

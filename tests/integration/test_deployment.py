@@ -35,7 +35,7 @@ HEALTHY_TIMEOUT = scaled(30)   # includes the driver finding the restarted datab
 LOOKUP_TIMEOUT_MS = 500
 DEFAULT_CACHE_CONTROL = "public, max-age=86400"
 SYSTEMD_UNIT = REPO / "config" / "musicd.service"
-SHIPPED_BINARY = "/usr/local/bin/musicd"
+SHIPPED_BINARY = "/usr/local/sbin/musicd"
 
 
 def get(base, track_or_path, **kw):

@@ -209,9 +209,10 @@ def test_rotating_under_load_loses_doubles_and_splits_no_line(musicd, library, t
 def logrotate_config_for(tmp_path, logs, pid):
     """The shipped file with its paths in logs/ and its postrotate signalling pid directly."""
     text = (REPO / "config" / "musicd.logrotate").read_text()
-    assert "/var/log/musicd/" in text and "systemctl kill --signal=USR1 musicd.service" in text
+    command = "systemctl kill --kill-whom=main --signal=USR1 musicd.service"
+    assert "/var/log/musicd/" in text and command in text
     text = text.replace("/var/log/musicd/", f"{logs}/")
-    text = re.sub(r"systemctl kill --signal=USR1 musicd\.service[^\n]*", f"kill -USR1 {pid}", text)
+    text = re.sub(re.escape(command) + r"[^\n]*", f"kill -USR1 {pid}", text)
     path = tmp_path / "logrotate.conf"
     path.write_text(text)
     return path

@@ -232,8 +232,8 @@ def verify_output(unit_text, tmp_path):
 def unit_with_built_binary():
     """The shipped unit with ExecStart's binary the one under test (verify checks it exists)."""
     text = UNIT.read_text()
-    assert "ExecStart=/usr/local/bin/musicd " in text
-    return text.replace("ExecStart=/usr/local/bin/musicd ", f"ExecStart={MUSICD_BIN} ")
+    assert "ExecStart=/usr/local/sbin/musicd " in text
+    return text.replace("ExecStart=/usr/local/sbin/musicd ", f"ExecStart={MUSICD_BIN} ")
 
 
 def test_unit_passes_systemd_analyze_verify(tmp_path):

@@ -1,0 +1,231 @@
+"""make install / make uninstall (GNU conventions: PREFIX, DESTDIR, the directory variables) and
+the man page musicd(8): what is installed where with which mode, the paths rewritten to the
+install's own, an operator's edited configuration kept through install and uninstall, nothing
+else left behind; and man/musicd.8 rendering without a single groff warning while naming exactly
+the long options --help lists."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from musicd_process import musicd_env, require_binary
+from support import REPO
+
+MAKE_TIMEOUT = 300   # make install may have to (re)build the binaries first
+RUN_TIMEOUT = 10
+MAN_PAGE = REPO / "man" / "musicd.8"
+VERSION = (REPO / "VERSION").read_text().strip()
+
+
+def make(*args):
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    result = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), *args],
+                            capture_output=True, text=True, timeout=MAKE_TIMEOUT, env=env)
+    assert result.returncode == 0, f"make {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def files_under(root):
+    """{relative path: octal mode} of every file and symlink under root."""
+    found = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            found[os.path.relpath(path, root)] = oct(os.lstat(path).st_mode & 0o7777)
+    return found
+
+
+def layout(prefix, sysconfdir, unitdir=None, sbindir=None):
+    """The files make install puts under DESTDIR for this layout, with their modes."""
+    p = prefix.lstrip("/")
+    etc = sysconfdir.lstrip("/")
+    return {
+        f"{(sbindir or prefix + '/sbin').lstrip('/')}/musicd": "0o755",
+        f"{p}/bin/musicd-import": "0o755",
+        f"{etc}/musicd/musicd.conf": "0o644",
+        f"{etc}/logrotate.d/musicd": "0o644",
+        f"{(unitdir or prefix + '/lib/systemd/system').lstrip('/')}/musicd.service": "0o644",
+        f"{p}/share/man/man8/musicd.8": "0o644",
+        f"{p}/share/man/man1/musicd-import.1": "0o644",
+    }
+
+
+def exec_start(unit_text):
+    """The program of the unit's ExecStart= line."""
+    lines = [line for line in unit_text.splitlines() if line.startswith("ExecStart=")]
+    assert len(lines) == 1, unit_text
+    return lines[0][len("ExecStart="):].split()[0]
+
+
+def groff_warnings(page):
+    """groff's complaints (stderr) about a man page, with every warning enabled."""
+    result = subprocess.run(["groff", "-man", "-ww", "-z", str(page)], capture_output=True,
+                            text=True, timeout=RUN_TIMEOUT)
+    return result.returncode, result.stderr
+
+
+def rendered(page):
+    """The man page as plain text, lines too long to wrap and no hyphenation (so every option
+    stays whole)."""
+    result = subprocess.run(["groff", "-man", "-Tascii", "-rLL=500n", "-rHY=0", "-P-cbou",
+                             str(page)], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    return result.stdout
+
+
+def check_install(destdir, prefix, sysconfdir, *variables, unitdir=None, sbindir=None):
+    """Installs into destdir, checks every file; returns the expected layout."""
+    make("-s", "install", f"DESTDIR={destdir}", f"PREFIX={prefix}", *variables)
+    expected = layout(prefix, sysconfdir, unitdir, sbindir)
+    assert files_under(destdir) == expected
+    root = destdir
+    binary = root / next(path for path in expected if path.endswith("/musicd"))
+    installed_path = "/" + os.path.relpath(binary, root)
+
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                             timeout=RUN_TIMEOUT, env=musicd_env())
+    assert (version.returncode, version.stdout) == (0, f"musicd {VERSION}\n"), version
+    importer = root / prefix.lstrip("/") / "bin" / "musicd-import"
+    version = subprocess.run([str(importer), "--version"], capture_output=True, text=True,
+                             timeout=RUN_TIMEOUT)
+    assert (version.returncode, version.stdout) == (0, f"musicd-import {VERSION}\n"), version
+
+    etc = root / sysconfdir.lstrip("/")
+    assert (etc / "musicd" / "musicd.conf").read_bytes() == \
+        (REPO / "config" / "musicd.conf").read_bytes()
+    assert (etc / "logrotate.d" / "musicd").read_bytes() == \
+        (REPO / "config" / "musicd.logrotate").read_bytes()
+
+    unit = next(root / path for path in expected if path.endswith("musicd.service"))
+    assert exec_start(unit.read_text()) == installed_path
+    # Only ExecStart's program differs from the repository's unit.
+    shipped = (REPO / "config" / "musicd.service").read_text().splitlines()
+    rewritten = f"ExecStart={installed_path} \\"
+    assert [line for line in unit.read_text().splitlines() if line not in shipped] == \
+        ([] if rewritten in shipped else [rewritten])  # the shipped unit names /usr/local/sbin
+
+    page = root / prefix.lstrip("/") / "share" / "man" / "man8" / "musicd.8"
+    text = rendered(page)
+    assert installed_path in text and f"{sysconfdir}/musicd/musicd.conf" in text, text
+    assert groff_warnings(page) == (0, "")
+    # The repository's paths (written for PREFIX=/usr) are all rewritten.
+    if installed_path != "/usr/sbin/musicd":
+        assert "/usr/sbin/musicd" not in text
+    if sysconfdir != "/etc":
+        assert not re.search(r"(?<![\w/])/etc/(musicd|logrotate\.d)/", text), text
+    return expected
+
+
+@pytest.mark.parametrize("prefix, sysconfdir", [("/usr", "/etc"), ("/opt/x", "/opt/x/etc"),
+                                                ("/usr/local", "/usr/local/etc")])
+def test_install_then_uninstall_leaves_nothing(tmp_path, prefix, sysconfdir):
+    destdir = tmp_path / "stage"
+    check_install(destdir, prefix, sysconfdir)
+    make("-s", "uninstall", f"DESTDIR={destdir}", f"PREFIX={prefix}")
+    assert files_under(destdir) == {}
+    # musicd's own configuration directory goes too; the standard ones stay.
+    assert not (destdir / sysconfdir.lstrip("/") / "musicd").exists()
+    assert (destdir / prefix.lstrip("/") / "sbin").is_dir()
+
+
+def test_install_twice_and_uninstall_twice(tmp_path):
+    destdir = tmp_path / "stage"
+    check_install(destdir, "/usr", "/etc")
+    check_install(destdir, "/usr", "/etc")
+    make("-s", "uninstall", f"DESTDIR={destdir}", "PREFIX=/usr")
+    make("-s", "uninstall", f"DESTDIR={destdir}", "PREFIX=/usr")
+    assert files_under(destdir) == {}
+
+
+def test_directory_variables_are_honoured(tmp_path):
+    destdir = tmp_path / "stage"
+    check_install(destdir, "/usr", "/srv/conf", "sbindir=/usr/bin", "SYSCONFDIR=/srv/conf",
+                  "SYSTEMDUNITDIR=/etc/systemd/system",
+                  unitdir="/etc/systemd/system", sbindir="/usr/bin")
+    make("-s", "uninstall", f"DESTDIR={destdir}", "PREFIX=/usr", "sbindir=/usr/bin",
+         "SYSCONFDIR=/srv/conf", "SYSTEMDUNITDIR=/etc/systemd/system")
+    assert files_under(destdir) == {}
+
+
+def test_an_edited_configuration_survives_install_and_uninstall(tmp_path):
+    destdir = tmp_path / "stage"
+    conf = destdir / "etc" / "musicd" / "musicd.conf"
+    conf.parent.mkdir(parents=True)
+    edited = "# the operator's\nmedia-root = /srv/music\n"
+    conf.write_text(edited)
+    conf.chmod(0o600)
+
+    result = make("-s", "install", f"DESTDIR={destdir}", "PREFIX=/usr")
+    assert f"{conf} exists, kept" in result.stdout
+    assert conf.read_text() == edited
+    assert oct(conf.stat().st_mode & 0o777) == "0o600"
+    assert set(files_under(destdir)) == set(layout("/usr", "/etc"))
+
+    result = make("-s", "uninstall", f"DESTDIR={destdir}", "PREFIX=/usr")
+    assert f"{conf} was edited, kept" in result.stdout
+    assert files_under(destdir) == {"etc/musicd/musicd.conf": "0o600"}
+    assert conf.read_text() == edited
+
+
+def test_a_shipped_configuration_edited_after_install_is_kept(tmp_path):
+    destdir = tmp_path / "stage"
+    check_install(destdir, "/usr", "/etc")
+    conf = destdir / "etc" / "musicd" / "musicd.conf"
+    shipped = conf.read_text()
+    conf.write_text(shipped.replace("#media-root = /srv/music", "media-root = /srv/m"))
+    assert conf.read_text() != shipped
+    make("-s", "uninstall", f"DESTDIR={destdir}", "PREFIX=/usr")
+    assert list(files_under(destdir)) == ["etc/musicd/musicd.conf"]
+
+
+# -- the man page -----------------------------------------------------------------------------
+
+def help_options():
+    """The long options in --help's option column."""
+    result = subprocess.run([str(require_binary()), "--help"], capture_output=True, text=True,
+                            timeout=RUN_TIMEOUT, env=musicd_env())
+    assert result.returncode == 0, result
+    options = set(re.findall(r"^ +(--[a-z][a-z0-9-]*)", result.stdout, re.MULTILINE))
+    assert len(options) > 30, result.stdout
+    return options
+
+
+def man_options():
+    """Every long option the rendered man page names, anywhere."""
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rendered(MAN_PAGE)))
+
+
+def test_man_page_renders_without_a_warning():
+    assert groff_warnings(MAN_PAGE) == (0, "")
+
+
+def test_groff_warnings_are_seen(tmp_path):
+    """The check above can fail: the page with an undefined macro in it is caught."""
+    broken = tmp_path / "musicd.8"
+    broken.write_text(MAN_PAGE.read_text().replace(".SH SIGNALS", ".SH SIGNALS\n.XX"))
+    status, warnings = groff_warnings(broken)
+    assert "XX" in warnings, warnings
+
+
+def test_man_page_names_every_option_of_help():
+    missing = help_options() - man_options()
+    assert not missing, f"in --help but not in {MAN_PAGE.name}: {sorted(missing)}"
+
+
+def test_man_page_names_no_option_help_does_not_list():
+    extra = man_options() - help_options()
+    assert not extra, f"in {MAN_PAGE.name} but not in --help: {sorted(extra)}"
+
+
+def test_man_page_has_the_sections_an_operator_looks_for():
+    text = rendered(MAN_PAGE)
+    for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "SIGNALS", "FILES",
+                    "ENVIRONMENT", "EXIT STATUS", "EXAMPLES", "SEE ALSO"):
+        assert re.search(rf"^{section}$", text, re.MULTILINE), f"no {section} section"
+    for signal in ("SIGTERM", "SIGINT", "SIGUSR1", "SIGHUP"):
+        assert signal in text
+    assert "MONGODB_URI" in text
+    statuses = text.split("EXIT STATUS", 1)[1].split("EXAMPLES", 1)[0]
+    assert re.findall(r"^ {7}(\d)\b", statuses, re.MULTILINE) == ["0", "1", "2"], statuses
