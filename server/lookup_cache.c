@@ -125,7 +125,7 @@ static void copy_gridfs_out(const struct cached_gridfs *cached, struct gridfs_fi
 	strcpy(out->filename, cached->text + cached->filename_at);
 }
 
-/* What a live entry answers, copied out; MISS when the caller has no room for it. Shard lock held. */
+/* What a live entry answers, copied out (MISS: the caller has no room for it). Shard lock held. */
 static enum lookup_cache_result answer(const struct lookup_entry *entry, char *path_out,
 				       size_t path_size, char etag_out[ETAG_MAX],
 				       struct gridfs_file *gridfs_out)
