@@ -1,8 +1,8 @@
 /*
  * lookup_cache: LOOKUP_CACHE_SHARDS independent LRU tables, chosen by the
  * key's hash. Entries are stored by value (mid, a copy of the path and of
- * the document's ETag), so a hit copies them out under the shard's lock and
- * holds nothing after.
+ * the document's ETag, or of the GridFS file's fields), so a hit copies them
+ * out under the shard's lock and holds nothing after.
  */
 #include "lookup_cache.h"
 
@@ -18,12 +18,28 @@
 
 #define LOOKUP_CACHE_SHARDS 64
 
+/*
+ * A GridFS entry's file in one allocation, its two texts packed after the
+ * numbers (each shorter than GRIDFS_TEXT_MAX, so the size is bounded), not
+ * struct gridfs_file's two fixed GRIDFS_TEXT_MAX arrays.
+ */
+struct cached_gridfs {
+	char id[OBJECTID_HEX_LENGTH + 1];
+	uint32_t chunk_size;
+	uint64_t length;
+	int64_t upload_date_ms;
+	size_t filename_at; /* text holds the content type, then at filename_at the filename */
+	char text[];
+};
+
+/* Exactly one of path and gridfs is set, or neither: a negative entry. */
 struct lookup_entry {
 	struct lru_node node;
 	char mid[OBJECTID_HEX_LENGTH + 1];
-	char *path;	   /* NULL for a negative entry */
-	char *etag;	   /* the document's ETag; NULL for none (most libraries: no byte spent) */
-	int64_t stored_at; /* cache_now_seconds() of the put; counts for the TTL in force now */
+	char *path;		       /* NULL for a negative or a GridFS entry */
+	char *etag;		       /* the document's ETag; NULL for none (most libraries: no byte spent) */
+	struct cached_gridfs *gridfs; /* NULL unless the track is in GridFS */
+	int64_t stored_at;	       /* cache_now_seconds() of the put; counts for the TTL in force now */
 };
 
 struct lookup_cache {
@@ -61,6 +77,7 @@ static void free_entry(struct lookup_entry *entry)
 {
 	free(entry->path);
 	free(entry->etag);
+	free(entry->gridfs);
 	free(entry);
 }
 
@@ -87,12 +104,52 @@ static struct lru_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
 enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
 					  char *path_out, size_t path_size)
 {
-	return lookup_cache_get_tagged(cache, mid, path_out, path_size, NULL);
+	return lookup_cache_get_track(cache, mid, path_out, path_size, NULL, NULL);
 }
 
 enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, const char *mid,
 						 char *path_out, size_t path_size,
 						 char etag_out[ETAG_MAX])
+{
+	return lookup_cache_get_track(cache, mid, path_out, path_size, etag_out, NULL);
+}
+
+static void copy_gridfs_out(const struct cached_gridfs *cached, struct gridfs_file *out)
+{
+	strcpy(out->id, cached->id);
+	out->length = cached->length;
+	out->chunk_size = cached->chunk_size;
+	out->upload_date_ms = cached->upload_date_ms;
+	/* Each shorter than its array: lookup_cache_put_gridfs keeps no other. */
+	strcpy(out->content_type, cached->text);
+	strcpy(out->filename, cached->text + cached->filename_at);
+}
+
+/* What a live entry answers, copied out (MISS: the caller has no room for it). Shard lock held. */
+static enum lookup_cache_result answer(const struct lookup_entry *entry, char *path_out,
+				       size_t path_size, char etag_out[ETAG_MAX],
+				       struct gridfs_file *gridfs_out)
+{
+	if (entry->gridfs != NULL) {
+		if (gridfs_out == NULL)
+			return LOOKUP_CACHE_MISS;
+		copy_gridfs_out(entry->gridfs, gridfs_out);
+		return LOOKUP_CACHE_GRIDFS;
+	}
+	if (entry->path == NULL)
+		return LOOKUP_CACHE_NEGATIVE;
+	if (strlen(entry->path) >= path_size)
+		return LOOKUP_CACHE_MISS;
+	strcpy(path_out, entry->path);
+	if (etag_out != NULL)
+		strcpy(etag_out, entry->etag ? entry->etag : "");
+	return LOOKUP_CACHE_HIT;
+}
+
+enum lookup_cache_result lookup_cache_get_track(struct lookup_cache *cache, const char *mid,
+						char *path_out, size_t path_size,
+						char etag_out[ETAG_MAX],
+						struct gridfs_file *gridfs_out)
 {
 	unsigned ttl = atomic_load_explicit(&cache->ttl, memory_order_relaxed);
 	unsigned negative_ttl = atomic_load_explicit(&cache->negative_ttl, memory_order_relaxed);
@@ -106,17 +163,13 @@ enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, con
 	struct lru_node *node = lru_find(&shard->table, mid, hash);
 	if (node != NULL) {
 		struct lookup_entry *entry = lru_entry(node, struct lookup_entry, node);
-		int64_t lifetime = entry->path ? ttl : negative_ttl;
+		int64_t lifetime = entry->path || entry->gridfs ? ttl : negative_ttl;
 		if (entry->stored_at + lifetime <= cache_now_seconds()) {
 			remove_entry(shard, node);
-		} else if (entry->path == NULL) {
-			result = LOOKUP_CACHE_NEGATIVE;
-		} else if (strlen(entry->path) < path_size) {
-			strcpy(path_out, entry->path);
-			if (etag_out != NULL)
-				strcpy(etag_out, entry->etag ? entry->etag : "");
-			lru_touch(&shard->table, node);
-			result = LOOKUP_CACHE_HIT;
+		} else {
+			result = answer(entry, path_out, path_size, etag_out, gridfs_out);
+			if (result == LOOKUP_CACHE_HIT || result == LOOKUP_CACHE_GRIDFS)
+				lru_touch(&shard->table, node);
 		}
 	}
 	if (result == LOOKUP_CACHE_MISS)
@@ -132,23 +185,16 @@ void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *p
 	lookup_cache_put_tagged(cache, mid, path, NULL);
 }
 
-void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
-			     const char *etag)
+/* Whether an entry of this kind (negative or not) would be kept at all now. */
+static int keeps(struct lookup_cache *cache, int negative)
 {
-	if (etag != NULL && strlen(etag) >= ETAG_MAX)
-		return; /* not an ETag etag_from_field or etag_format made: not kept */
-	if (!cache->enabled || atomic_load_explicit(&cache->ttl, memory_order_relaxed) == 0 ||
-	    (path == NULL && atomic_load_explicit(&cache->negative_ttl, memory_order_relaxed) == 0))
-		return;
-	struct lookup_entry *entry = calloc(1, sizeof(*entry));
-	if (entry == NULL)
-		return;
-	if ((path != NULL && (entry->path = strdup(path)) == NULL) ||
-	    (path != NULL && etag != NULL && etag[0] != '\0' &&
-	     (entry->etag = strdup(etag)) == NULL)) {
-		free_entry(entry);
-		return;
-	}
+	return cache->enabled && atomic_load_explicit(&cache->ttl, memory_order_relaxed) > 0 &&
+	       (!negative || atomic_load_explicit(&cache->negative_ttl, memory_order_relaxed) > 0);
+}
+
+/* Adds entry (its values set) under mid, replacing mid's entry; the cache owns it after. */
+static void insert(struct lookup_cache *cache, const char *mid, struct lookup_entry *entry)
+{
 	snprintf(entry->mid, sizeof(entry->mid), "%s", mid);
 	entry->node.key = entry->mid;
 	entry->node.hash = lru_hash(entry->mid);
@@ -161,6 +207,54 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 	pthread_mutex_unlock(&shard->lock);
 	if (!kept)
 		free_entry(entry); /* every other shard busy this instant: this answer is not kept */
+}
+
+void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
+			     const char *etag)
+{
+	if (etag != NULL && strlen(etag) >= ETAG_MAX)
+		return; /* not an ETag etag_from_field or etag_format made: not kept */
+	if (!keeps(cache, path == NULL))
+		return;
+	struct lookup_entry *entry = calloc(1, sizeof(*entry));
+	if (entry == NULL)
+		return;
+	if ((path != NULL && (entry->path = strdup(path)) == NULL) ||
+	    (path != NULL && etag != NULL && etag[0] != '\0' &&
+	     (entry->etag = strdup(etag)) == NULL)) {
+		free_entry(entry);
+		return;
+	}
+	insert(cache, mid, entry);
+}
+
+void lookup_cache_put_gridfs(struct lookup_cache *cache, const char *mid,
+			     const struct gridfs_file *file)
+{
+	size_t type_length = strnlen(file->content_type, sizeof(file->content_type));
+	size_t name_length = strnlen(file->filename, sizeof(file->filename));
+	size_t id_length = strnlen(file->id, sizeof(file->id));
+	if (type_length == sizeof(file->content_type) || name_length == sizeof(file->filename) ||
+	    id_length == sizeof(file->id) || !keeps(cache, 0))
+		return; /* unterminated: not a file gridfs_store read */
+	struct lookup_entry *entry = calloc(1, sizeof(*entry));
+	if (entry == NULL)
+		return;
+	struct cached_gridfs *cached =
+		malloc(sizeof(*cached) + type_length + 1 + name_length + 1);
+	if (cached == NULL) {
+		free_entry(entry);
+		return;
+	}
+	memcpy(cached->id, file->id, id_length + 1);
+	cached->chunk_size = file->chunk_size;
+	cached->length = file->length;
+	cached->upload_date_ms = file->upload_date_ms;
+	cached->filename_at = type_length + 1;
+	memcpy(cached->text, file->content_type, type_length + 1);
+	memcpy(cached->text + cached->filename_at, file->filename, name_length + 1);
+	entry->gridfs = cached;
+	insert(cache, mid, entry);
 }
 
 struct cache_stats lookup_cache_stats(struct lookup_cache *cache)

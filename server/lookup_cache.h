@@ -1,5 +1,7 @@
 /*
- * lookup_cache: mid -> path (and the document's ETag, with --etag-field), shared by every worker, so that a warm request
+ * lookup_cache: mid -> path (and the document's ETag, with --etag-field), or
+ * mid -> the GridFS file (its fs.files entry's fields: GridFS files never
+ * change under their _id), shared by every worker, so that a warm request
  * makes no database round trip. Bounded in entries (a full cache evicts the
  * least recently used entry of the new entry's shard, or of another shard
  * when that one is empty), entries live for a TTL, and "no such document" is
@@ -15,19 +17,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gridfs_file.h"
 #include "lru.h"
 #include "validators.h"
 
 struct lookup_cache;
 
-enum lookup_cache_result { LOOKUP_CACHE_MISS, LOOKUP_CACHE_HIT, LOOKUP_CACHE_NEGATIVE };
+enum lookup_cache_result {
+	LOOKUP_CACHE_MISS,
+	LOOKUP_CACHE_HIT,      /* a path on disk */
+	LOOKUP_CACHE_NEGATIVE, /* no such document */
+	LOOKUP_CACHE_GRIDFS,   /* a GridFS file: lookup_cache_get_track only */
+};
 
 /* max_entries 0 or ttl_seconds 0 disables the cache (every call misses). */
 struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 				      unsigned negative_ttl_seconds);
 void lookup_cache_free(struct lookup_cache *cache);
 
-/* HIT copies the path into path_out (truncated paths count as a miss). */
+/* HIT copies the path into path_out (truncated paths count as a miss); a GridFS entry is a miss. */
 enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
 					  char *path_out, size_t path_size);
 
@@ -42,6 +50,22 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, const char *mid,
 						 char *path_out, size_t path_size,
 						 char etag_out[ETAG_MAX]);
+
+/*
+ * Remembers mid -> file (a GridFS track) until the TTL of found paths passes;
+ * a file whose texts do not fit struct gridfs_file is not kept.
+ */
+void lookup_cache_put_gridfs(struct lookup_cache *cache, const char *mid,
+			     const struct gridfs_file *file);
+
+/*
+ * As lookup_cache_get_tagged, and a GridFS entry answers LOOKUP_CACHE_GRIDFS
+ * with its file copied into gridfs_out (path_out and etag_out untouched).
+ */
+enum lookup_cache_result lookup_cache_get_track(struct lookup_cache *cache, const char *mid,
+						char *path_out, size_t path_size,
+						char etag_out[ETAG_MAX],
+						struct gridfs_file *gridfs_out);
 
 /*
  * New TTLs (a reload), from any thread: they count from each entry's put, so

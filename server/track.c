@@ -1,9 +1,10 @@
 /*
  * track: the findById -> file -> response path (or, for a document whose
  * file is in GridFS, -> gridfs_stream), through the lookup cache
- * (mid -> path) and the open-file cache (path -> open file and its headers):
- * with both warm, a request makes no database round trip and no open, stat
- * or close. Every outcome that is not a
+ * (mid -> path, or mid -> GridFS file) and the open-file cache (path -> open
+ * file and its headers): with both warm, a request makes no database round
+ * trip and no open, stat or close; a GridFS track with a warm lookup cache
+ * and a spooled copy makes no database round trip either. Every outcome that is not a
  * 200 is decided and logged here, once: 404 for no document, a document
  * without a path or a GridFS file (or whose GridFS entry is missing or
  * malformed), or a file that is missing, unreadable or outside the roots
@@ -92,6 +93,8 @@ static void respond_to_lookup(struct exchange *exchange, void *arg)
 	/* What was learned is kept either way. */
 	if (job->status == LOOKUP_FOUND)
 		lookup_cache_put_tagged(service->lookup_cache, job->mid, job->path, job->etag);
+	else if (job->status == LOOKUP_GRIDFS)
+		lookup_cache_put_gridfs(service->lookup_cache, job->mid, job->gridfs);
 	else if (job->status == LOOKUP_NOT_FOUND)
 		lookup_cache_put(service->lookup_cache, job->mid, NULL);
 	if (!exchange_can_respond(exchange))
@@ -134,9 +137,14 @@ static void on_lookup_deadline(struct exchange *exchange, void *arg)
 void track_handle(struct exchange *exchange, const char *mid, const struct service *service)
 {
 	char path[PATH_MAX], etag[ETAG_MAX];
-	switch (lookup_cache_get_tagged(service->lookup_cache, mid, path, sizeof(path), etag)) {
+	struct gridfs_file gridfs;
+	switch (lookup_cache_get_track(service->lookup_cache, mid, path, sizeof(path), etag,
+				       &gridfs)) {
 	case LOOKUP_CACHE_HIT:
 		serve_path(exchange, service, mid, path, etag);
+		return;
+	case LOOKUP_CACHE_GRIDFS:
+		gridfs_stream_serve(exchange, mid, &gridfs, service->gridfs_spool);
 		return;
 	case LOOKUP_CACHE_NEGATIVE:
 		response_send_error(exchange, 404);

@@ -4,7 +4,10 @@ HEAD, single and multipart ranges cut from the right chunks, 416, conditionals o
 from the file's _id and length and on Last-Modified from uploadDate. Chunks that are missing or
 short are a logged data error: 500 before the head, a closed connection after it, never wrong
 bytes and never a hang. A stalled database stalls only the GridFS streams waiting on it, and many
-slow GridFS readers hold at most a window of data each.
+slow GridFS readers hold at most a window of data each. With the lookup cache, a GridFS track's
+fs.files fields are remembered like a disk track's path: a request for it asks the database
+nothing, so with its spooled copy it is answered while the database is cut off; without a copy the
+chunks still need the database (503 when it is cut, before any byte of the body).
 
 Files are put into GridFS with scripts/gridfs-put (pymongo's gridfs), as the demo does.
 """
@@ -552,3 +555,86 @@ def test_a_file_with_a_missing_chunk_gets_no_copy(musicd, db, tmp_path, gridfs_f
     assert resp.status == 500
     server.wait_for_stderr(f"no copy of GridFS file {track.files_id}")
     assert list(spool.iterdir()) == []
+
+
+# -- the lookup cache -------------------------------------------------------------------------
+
+CUT_LOOKUP_TIMEOUT_MS = 2000   # how long a request waits for a database that was cut off
+
+
+def metric(server, name):
+    """The value of name's one unlabelled sample in GET /metrics (README "Metrics")."""
+    resp, _ = exchange(server.metrics_port, "GET", "/metrics", timeout=scaled(READ_TIMEOUT))
+    assert resp.status == 200
+    found = re.search(rf"^{re.escape(name)} (\S+)$", resp.body.decode(), re.M)
+    assert found, f"{name} is not in /metrics"
+    return float(found[1])
+
+
+def start_cut_off_later(musicd, db_proxy, extra):
+    return musicd.start(mongodb_uri=db_proxy.uri,
+                        extra_args=extra + ["--lookup-timeout",
+                                            str(int(scaled(CUT_LOOKUP_TIMEOUT_MS)))])
+
+
+def test_a_cached_track_with_a_spooled_copy_is_answered_with_the_database_cut(musicd, db_proxy,
+                                                                           tmp_path,
+                                                                           gridfs_file):
+    spool = tmp_path / "spool"
+    server = start_cut_off_later(musicd, db_proxy, spool_args(spool))
+    track = gridfs_file()
+    first = get(server, track.url_path)   # the lookup, both finds, and the copy's fill
+    assert first.status == 200 and first.body == track.data
+    wait_for_copy(spool, track)
+    hits = metric(server, "musicd_lookup_cache_hits_total")
+    round_trips = metric(server, "musicd_lookup_duration_seconds_count")
+    db_proxy.proxy.stop()   # every connection to the database cut, new ones refused
+    whole = get(server, track.url_path)
+    assert whole.status == 200 and whole.body == track.data
+    for name in ("ETag", "Last-Modified", "Content-Type", "Content-Length"):
+        assert whole.header(name) == first.header(name), name
+    part = get(server, track.url_path, headers={"Range": "bytes=999-2000"})
+    assert part.status == 206 and part.body == track.data[999:2001]
+    assert part.header("Content-Range") == f"bytes 999-2000/{SMALL_LENGTH}"
+    not_modified = get(server, track.url_path, headers={"If-None-Match": first.header("ETag")})
+    assert not_modified.status == 304
+    # Three lookups answered by the cache, and not one find sent.
+    assert metric(server, "musicd_lookup_cache_hits_total") == hits + 3
+    assert metric(server, "musicd_lookup_duration_seconds_count") == round_trips
+    assert "database unavailable" not in server.stderr_text()
+
+
+def test_a_cached_track_without_a_copy_needs_the_database_for_its_chunks(musicd, db_proxy,
+                                                                         gridfs_file):
+    server = start_cut_off_later(musicd, db_proxy, [])
+    track = gridfs_file()
+    assert get(server, track.url_path).body == track.data
+    hits = metric(server, "musicd_lookup_cache_hits_total")
+    db_proxy.proxy.stop()
+    # The lookup is the cache's; the first chunks are read before the head, so a database that
+    # cannot give them is a 503 with no body, never a 200 cut short or wrong bytes.
+    for headers in (None, {"Range": "bytes=999-2000"}):
+        resp = get(server, track.url_path, headers=headers)
+        assert resp.status == 503, headers
+        assert track.data[:64] not in resp.body
+        assert resp.header("ETag") is None and resp.header("Content-Range") is None
+    assert metric(server, "musicd_lookup_cache_hits_total") == hits + 2
+    # Logged by the GridFS read (which names the fs.files _id), not by a findById.
+    wait_until(lambda: len(re.findall(
+        rf"GridFS file {track.files_id}: database did not answer|"
+        rf"database unavailable reading GridFS file {track.files_id}",
+        server.stderr_text())) == 2, scaled(10), message="two failed GridFS reads logged")
+    assert f"mid={track.id}: database unavailable:" not in server.stderr_text()
+
+
+def test_without_the_lookup_cache_a_spooled_copy_still_waits_for_the_lookup(musicd, db_proxy,
+                                                                           tmp_path, gridfs_file):
+    # The control for the test above: the cut is real, and only the cache makes it harmless.
+    spool = tmp_path / "spool"
+    server = start_cut_off_later(musicd, db_proxy,
+                                 spool_args(spool) + ["--lookup-cache-entries", "0"])
+    track = gridfs_file()
+    assert get(server, track.url_path).body == track.data
+    wait_for_copy(spool, track)
+    db_proxy.proxy.stop()
+    assert get(server, track.url_path).status == 503

@@ -1,7 +1,9 @@
 /*
  * Unit tests for server/lookup_cache.h: mid -> path answers (hit, miss, and
  * "no such document"), the path copied out whole or not at all, the
- * document's ETag kept beside the path, a cache
+ * document's ETag kept beside the path, mid -> GridFS file answers (every
+ * field of struct gridfs_file back exactly, under the TTL of found paths,
+ * evicted like any entry, copied out consistently under concurrent puts), a cache
  * disabled by its settings, entries replaced by a later put, both TTLs
  * (against the cache's own clock, seconds of CLOCK_MONOTONIC_COARSE), the
  * bound on entries, and the counters.
@@ -74,12 +76,14 @@ static enum lookup_cache_result wait_for_change(struct lookup_cache *cache, cons
 						enum lookup_cache_result expected,
 						int64_t *seen_at)
 {
-	char path[PATH_SIZE];
+	char path[PATH_SIZE], etag[ETAG_MAX];
+	struct gridfs_file file;
 	struct timespec begun;
 	clock_gettime(CLOCK_MONOTONIC, &begun);
 	for (;;) {
 		*seen_at = cache_now_seconds();
-		enum lookup_cache_result result = lookup_cache_get(cache, mid, path, sizeof(path));
+		enum lookup_cache_result result =
+			lookup_cache_get_track(cache, mid, path, sizeof(path), etag, &file);
 		if (result != expected)
 			return result;
 		struct timespec current;
@@ -559,6 +563,373 @@ static void test_stats_count_hits_and_misses_exactly(void **state)
 	lookup_cache_free(cache);
 }
 
+/* A GridFS file whose every field is distinct: number i's. */
+static struct gridfs_file gridfs_file_of(unsigned i)
+{
+	struct gridfs_file file = {0};
+	snprintf(file.id, sizeof(file.id), "66a0f11e5000000000%06x", i);
+	file.length = UINT64_C(4194304) + i;
+	file.chunk_size = 261120 + i;
+	file.upload_date_ms = INT64_C(1764590400123) + i;
+	snprintf(file.content_type, sizeof(file.content_type), "audio/x-test-%u", i);
+	snprintf(file.filename, sizeof(file.filename), "%u Track.ogg", i);
+	return file;
+}
+
+/* Every field the same, and nothing past each text's terminator read. */
+static void assert_same_file(const struct gridfs_file *got, const struct gridfs_file *want)
+{
+	assert_string_equal(got->id, want->id);
+	assert_true(got->length == want->length);
+	assert_int_equal(got->chunk_size, want->chunk_size);
+	assert_true(got->upload_date_ms == want->upload_date_ms);
+	assert_string_equal(got->content_type, want->content_type);
+	assert_string_equal(got->filename, want->filename);
+}
+
+static enum lookup_cache_result get_track(struct lookup_cache *cache, const char *mid,
+					  struct gridfs_file *file)
+{
+	char path[PATH_SIZE], etag[ETAG_MAX];
+	return lookup_cache_get_track(cache, mid, path, sizeof(path), etag, file);
+}
+
+static void test_a_gridfs_entry_gives_back_every_field_of_the_file(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct gridfs_file want = gridfs_file_of(7), got;
+	char path[PATH_SIZE], etag[ETAG_MAX];
+	lookup_cache_put_gridfs(cache, MID, &want);
+	memset(&got, 'X', sizeof(got));
+	memcpy(path, "untouched", sizeof("untouched"));
+	memcpy(etag, "untouched", sizeof("untouched"));
+	assert_int_equal(lookup_cache_get_track(cache, MID, path, sizeof(path), etag, &got),
+			 LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &want);
+	assert_string_equal(path, "untouched");
+	assert_string_equal(etag, "untouched");
+	/* And again: a hit does not use the entry up. */
+	memset(&got, 'X', sizeof(got));
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &want);
+	lookup_cache_free(cache);
+}
+
+static void test_a_gridfs_entry_keeps_empty_and_longest_texts_exactly(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct gridfs_file empty = gridfs_file_of(1), longest = gridfs_file_of(2), got;
+	empty.content_type[0] = '\0';
+	empty.filename[0] = '\0';
+	memset(longest.content_type, 't', GRIDFS_TEXT_MAX - 1);
+	longest.content_type[GRIDFS_TEXT_MAX - 1] = '\0';
+	memset(longest.filename, 'n', GRIDFS_TEXT_MAX - 1);
+	longest.filename[GRIDFS_TEXT_MAX - 1] = '\0';
+	lookup_cache_put_gridfs(cache, MID, &empty);
+	lookup_cache_put_gridfs(cache, OTHER_MID, &longest);
+	memset(&got, 'X', sizeof(got));
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &empty);
+	memset(&got, 'X', sizeof(got));
+	assert_int_equal(get_track(cache, OTHER_MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &longest);
+	lookup_cache_free(cache);
+}
+
+static void test_a_gridfs_file_with_an_unterminated_text_is_not_kept(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct gridfs_file bad_type = gridfs_file_of(1), bad_name = gridfs_file_of(2), got;
+	memset(bad_type.content_type, 't', sizeof(bad_type.content_type));
+	memset(bad_name.filename, 'n', sizeof(bad_name.filename));
+	lookup_cache_put_gridfs(cache, MID, &bad_type);
+	lookup_cache_put_gridfs(cache, OTHER_MID, &bad_name);
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_track(cache, OTHER_MID, &got), LOOKUP_CACHE_MISS);
+	assert_int_equal(lookup_cache_stats(cache).entries, 0);
+	lookup_cache_free(cache);
+}
+
+static void test_put_keeps_its_own_copy_of_the_gridfs_file(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct gridfs_file given = gridfs_file_of(3), want = gridfs_file_of(3), got;
+	lookup_cache_put_gridfs(cache, MID, &given);
+	memset(&given, 'Y', sizeof(given));
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &want);
+	lookup_cache_free(cache);
+}
+
+static void test_path_only_gets_miss_a_gridfs_entry_they_cannot_hold(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct gridfs_file file = gridfs_file_of(4), got;
+	char path[PATH_SIZE], etag[ETAG_MAX];
+	lookup_cache_put_gridfs(cache, MID, &file);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(lookup_cache_get_tagged(cache, MID, path, sizeof(path), etag),
+			 LOOKUP_CACHE_MISS);
+	assert_int_equal(lookup_cache_get_track(cache, MID, path, sizeof(path), etag, NULL),
+			 LOOKUP_CACHE_MISS);
+	/* The entry is still there for a caller that can take it. */
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &file);
+	lookup_cache_free(cache);
+}
+
+static void test_a_disk_entry_through_get_track_gives_the_path_and_etag(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct gridfs_file got = gridfs_file_of(9), untouched = gridfs_file_of(9);
+	char path[PATH_SIZE], etag[ETAG_MAX];
+	lookup_cache_put_tagged(cache, MID, PATH, DOCUMENT_ETAG);
+	lookup_cache_put(cache, OTHER_MID, NULL);
+	assert_int_equal(lookup_cache_get_track(cache, MID, path, sizeof(path), etag, &got),
+			 LOOKUP_CACHE_HIT);
+	assert_string_equal(path, PATH);
+	assert_string_equal(etag, DOCUMENT_ETAG);
+	assert_same_file(&got, &untouched);
+	assert_int_equal(lookup_cache_get_track(cache, OTHER_MID, path, sizeof(path), etag, &got),
+			 LOOKUP_CACHE_NEGATIVE);
+	lookup_cache_free(cache);
+}
+
+static void test_puts_replace_a_gridfs_entry_and_are_replaced_by_one(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct gridfs_file first = gridfs_file_of(1), second = gridfs_file_of(2), got;
+	char path[PATH_SIZE];
+	lookup_cache_put(cache, MID, PATH);
+	lookup_cache_put_gridfs(cache, MID, &first);
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &first);
+	lookup_cache_put_gridfs(cache, MID, &second);
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &second);
+	lookup_cache_put(cache, MID, OTHER_PATH);
+	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_string_equal(path, OTHER_PATH);
+	lookup_cache_put_gridfs(cache, MID, &first);
+	lookup_cache_put(cache, MID, NULL);
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_NEGATIVE);
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.entries, 1);
+	assert_int_equal(stats.evictions, 0);
+	lookup_cache_free(cache);
+}
+
+static void test_a_disabled_cache_keeps_no_gridfs_entry(void **state)
+{
+	(void)state;
+	struct gridfs_file file = gridfs_file_of(5), got;
+	struct lookup_cache *off = new_cache(0, TTL, NEGATIVE_TTL);
+	struct lookup_cache *zero_ttl = new_cache(10, 0, NEGATIVE_TTL);
+	lookup_cache_put_gridfs(off, MID, &file);
+	lookup_cache_put_gridfs(zero_ttl, MID, &file);
+	assert_int_equal(get_track(off, MID, &got), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_track(zero_ttl, MID, &got), LOOKUP_CACHE_MISS);
+	assert_int_equal(lookup_cache_stats(off).entries, 0);
+	assert_int_equal(lookup_cache_stats(zero_ttl).entries, 0);
+	lookup_cache_free(off);
+	lookup_cache_free(zero_ttl);
+}
+
+static void test_a_gridfs_entry_lives_by_the_ttl_of_found_paths(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, 1, NEGATIVE_TTL);
+	struct gridfs_file file = gridfs_file_of(6), got;
+	int64_t put_at = wait_for_next_second();
+	lookup_cache_put_gridfs(cache, MID, &file);
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	int64_t missed_at;
+	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_GRIDFS, &missed_at),
+			 LOOKUP_CACHE_MISS);
+	assert_true(cache_now_seconds() - put_at >= 1);
+	assert_true(missed_at - put_at <= 1);
+	assert_int_equal(lookup_cache_stats(cache).entries, 0);
+	lookup_cache_free(cache);
+}
+
+static void test_a_gridfs_entry_outlives_the_negative_ttl(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, 1);
+	struct gridfs_file file = gridfs_file_of(8), got;
+	wait_for_next_second();
+	lookup_cache_put_gridfs(cache, MID, &file);
+	lookup_cache_put(cache, OTHER_MID, NULL);
+	int64_t missed_at;
+	assert_int_equal(wait_for_change(cache, OTHER_MID, LOOKUP_CACHE_NEGATIVE, &missed_at),
+			 LOOKUP_CACHE_MISS);
+	/* The negative entry put with it is gone; the file is not. */
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &file);
+	lookup_cache_free(cache);
+}
+
+static void test_gridfs_entries_are_bounded_and_evicted_like_any(void **state)
+{
+	(void)state;
+	enum { MAX = 10, PUTS = 100 };
+	struct lookup_cache *cache = new_cache(MAX, TTL, NEGATIVE_TTL);
+	char mid[25];
+	struct gridfs_file got;
+	for (unsigned i = 0; i < PUTS; i++) {
+		struct gridfs_file file = gridfs_file_of(i);
+		mid_of(mid, i);
+		if (i % 3 == 1)
+			lookup_cache_put(cache, mid, "/music/a.mp3");
+		else
+			lookup_cache_put_gridfs(cache, mid, &file);
+		assert_true(lookup_cache_stats(cache).entries <= MAX);
+	}
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.entries, MAX);
+	assert_int_equal(stats.evictions + stats.entries, PUTS);
+	/* The newest is kept, and every GridFS entry kept is its own mid's file. */
+	mid_of(mid, PUTS - 1);
+	assert_int_equal(get_track(cache, mid, &got), LOOKUP_CACHE_GRIDFS);
+	unsigned kept = 0;
+	for (unsigned i = 0; i < PUTS; i++) {
+		mid_of(mid, i);
+		enum lookup_cache_result result = get_track(cache, mid, &got);
+		if (result == LOOKUP_CACHE_GRIDFS) {
+			struct gridfs_file want = gridfs_file_of(i);
+			assert_int_not_equal(i % 3, 1);
+			assert_same_file(&got, &want);
+		}
+		if (result != LOOKUP_CACHE_MISS)
+			kept++;
+	}
+	assert_int_equal(kept, MAX);
+	lookup_cache_free(cache);
+}
+
+static void test_full_shard_evicts_its_least_recently_used_gridfs_entry(void **state)
+{
+	(void)state;
+	char mids[3][25];
+	struct gridfs_file files[3] = {gridfs_file_of(0), gridfs_file_of(1), gridfs_file_of(2)};
+	struct gridfs_file got;
+	mids_in_one_shard(mids, 3);
+	struct lookup_cache *cache = new_cache(2, TTL, NEGATIVE_TTL);
+	lookup_cache_put_gridfs(cache, mids[0], &files[0]);
+	lookup_cache_put_gridfs(cache, mids[1], &files[1]);
+	/* A hit makes the first the most recently used: the second goes. */
+	assert_int_equal(get_track(cache, mids[0], &got), LOOKUP_CACHE_GRIDFS);
+	lookup_cache_put_gridfs(cache, mids[2], &files[2]);
+	assert_int_equal(get_track(cache, mids[1], &got), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_track(cache, mids[0], &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &files[0]);
+	assert_int_equal(get_track(cache, mids[2], &got), LOOKUP_CACHE_GRIDFS);
+	assert_same_file(&got, &files[2]);
+	assert_int_equal(lookup_cache_stats(cache).evictions, 1);
+	lookup_cache_free(cache);
+}
+
+static void test_gridfs_hits_count_as_hits(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct gridfs_file file = gridfs_file_of(1), got;
+	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_MISS);
+	lookup_cache_put_gridfs(cache, MID, &file);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	struct cache_stats stats = lookup_cache_stats(cache);
+	assert_int_equal(stats.hits, 3);
+	assert_int_equal(stats.misses, 1);
+	assert_int_equal(stats.entries, 1);
+	lookup_cache_free(cache);
+}
+
+/*
+ * Threads replacing a few mids' entries (a path, then mid's GridFS file, by
+ * turns) while others read them: every read is a whole entry of that mid,
+ * never a mix (and TSan sees every access under the shard's lock).
+ */
+enum { SHARED_MIDS = 4, CHURN_ROUNDS = 3000 };
+
+struct churner {
+	struct lookup_cache *cache;
+	pthread_barrier_t *start;
+	int reader;
+	unsigned gridfs_reads; /* a reader's: how many reads found a file */
+};
+
+static void *churn(void *argument)
+{
+	struct churner *churner = argument;
+	char mid[25], path[PATH_SIZE], etag[ETAG_MAX], want_path[64];
+	pthread_barrier_wait(churner->start);
+	for (unsigned round = 0; round < CHURN_ROUNDS; round++) {
+		unsigned i = round % SHARED_MIDS;
+		struct gridfs_file want = gridfs_file_of(i), got;
+		mid_of(mid, i);
+		snprintf(want_path, sizeof(want_path), "/music/%u.mp3", i);
+		if (!churner->reader) {
+			if (round % 2)
+				lookup_cache_put_gridfs(churner->cache, mid, &want);
+			else
+				lookup_cache_put(churner->cache, mid, want_path);
+			continue;
+		}
+		switch (lookup_cache_get_track(churner->cache, mid, path, sizeof(path), etag, &got)) {
+		case LOOKUP_CACHE_GRIDFS:
+			assert_same_file(&got, &want);
+			churner->gridfs_reads++;
+			break;
+		case LOOKUP_CACHE_HIT:
+			assert_string_equal(path, want_path);
+			break;
+		case LOOKUP_CACHE_MISS:
+		case LOOKUP_CACHE_NEGATIVE:
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void test_gridfs_entries_read_while_replaced_are_whole(void **state)
+{
+	(void)state;
+	enum { WRITERS = 2, READERS = 4, THREADS = WRITERS + READERS };
+	struct lookup_cache *cache = new_cache(100, TTL, NEGATIVE_TTL);
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, THREADS);
+	struct churner churners[THREADS];
+	pthread_t threads[THREADS];
+	/* Every mid holds a file before the readers start. */
+	for (unsigned i = 0; i < SHARED_MIDS; i++) {
+		char mid[25];
+		struct gridfs_file file = gridfs_file_of(i);
+		mid_of(mid, i);
+		lookup_cache_put_gridfs(cache, mid, &file);
+	}
+	for (unsigned i = 0; i < THREADS; i++) {
+		churners[i] = (struct churner){cache, &start, i >= WRITERS, 0};
+		assert_int_equal(pthread_create(&threads[i], NULL, churn, &churners[i]), 0);
+	}
+	unsigned gridfs_reads = 0;
+	for (unsigned i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(threads[i], NULL), 0);
+		gridfs_reads += churners[i].gridfs_reads;
+	}
+	pthread_barrier_destroy(&start);
+	assert_true(gridfs_reads > 0);
+	assert_int_equal(lookup_cache_stats(cache).entries, SHARED_MIDS);
+	lookup_cache_free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -585,6 +956,20 @@ int main(void)
 		cmocka_unit_test(test_full_shard_without_hits_evicts_the_oldest_put),
 		cmocka_unit_test(test_puts_from_many_threads_never_pass_the_bound),
 		cmocka_unit_test(test_stats_count_hits_and_misses_exactly),
+		cmocka_unit_test(test_a_gridfs_entry_gives_back_every_field_of_the_file),
+		cmocka_unit_test(test_a_gridfs_entry_keeps_empty_and_longest_texts_exactly),
+		cmocka_unit_test(test_a_gridfs_file_with_an_unterminated_text_is_not_kept),
+		cmocka_unit_test(test_put_keeps_its_own_copy_of_the_gridfs_file),
+		cmocka_unit_test(test_path_only_gets_miss_a_gridfs_entry_they_cannot_hold),
+		cmocka_unit_test(test_a_disk_entry_through_get_track_gives_the_path_and_etag),
+		cmocka_unit_test(test_puts_replace_a_gridfs_entry_and_are_replaced_by_one),
+		cmocka_unit_test(test_a_disabled_cache_keeps_no_gridfs_entry),
+		cmocka_unit_test(test_a_gridfs_entry_lives_by_the_ttl_of_found_paths),
+		cmocka_unit_test(test_a_gridfs_entry_outlives_the_negative_ttl),
+		cmocka_unit_test(test_gridfs_entries_are_bounded_and_evicted_like_any),
+		cmocka_unit_test(test_full_shard_evicts_its_least_recently_used_gridfs_entry),
+		cmocka_unit_test(test_gridfs_hits_count_as_hits),
+		cmocka_unit_test(test_gridfs_entries_read_while_replaced_are_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
