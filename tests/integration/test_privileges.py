@@ -173,7 +173,11 @@ def test_user_when_not_started_as_root_exits_2_with_one_message(musicd, open_dir
         os.setgroups([])
         os.setgid(entry.pw_gid)
         os.setuid(entry.pw_uid)
-    result = subprocess.run([str(require_binary())] + [str(a) for a in offline_args(open_dir, port)]
+    # A copy nobody may run: the clone (and so build/) may sit in root's own 0700 home.
+    binary = open_dir / "musicd"
+    shutil.copy2(require_binary(), binary)
+    binary.chmod(0o755)
+    result = subprocess.run([str(binary)] + [str(a) for a in offline_args(open_dir, port)]
                             + ["--user", "daemon"], capture_output=True, text=True,
                             preexec_fn=become_nobody, timeout=TIMEOUT, cwd=open_dir,
                             env=musicd_env())
