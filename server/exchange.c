@@ -364,19 +364,30 @@ static void await_next_head(struct connection *connection)
 }
 
 /*
- * The connection is ending: evhttp closes its descriptor when it frees it
- * (bufferevent_free, BEV_OPT_CLOSE_ON_FREE), which would reset a connection
- * with unread input. A duplicate keeps the socket for a lingering close and
- * holds its place under --max-connections until then. Out of descriptors,
- * evhttp's close stands.
+ * The connection is ending, and its socket gets a lingering close instead of
+ * evhttp's (which would reset a connection with unread input). The
+ * bufferevent lets go of the descriptor first (bufferevent_setfd -1): then
+ * bufferevent_free does not close it (BEV_OPT_CLOSE_ON_FREE applies to the
+ * descriptor it holds) and evhttp_connection_free only shuts down writing
+ * (it closes the descriptor itself only without BEV_OPT_CLOSE_ON_FREE), so
+ * the socket keeps its number until the lingering close ends, holding its
+ * place under --max-connections.
+ *
+ * It is not duplicated: with the epoll changelist (worker.c), libevent
+ * removes a descriptor's registration at the next dispatch, after the close,
+ * and a duplicate would keep the socket, and with it that registration,
+ * alive under the old number. A connection accepted later on that number was
+ * then woken by the lingering socket's readiness: an EPOLLOUT when it could
+ * not write, which libevent 2.1's sendfile path reports as 0 bytes written
+ * and bufferevent_writecb takes for EOF, ending a download midway.
  */
-static void linger_after(struct exchange_server *server, evutil_socket_t fd)
+static void linger_after(struct exchange_server *server, struct bufferevent *bev)
 {
-	evutil_socket_t kept = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (kept < 0)
-		return;
+	evutil_socket_t fd = bufferevent_getfd(bev);
+	if (fd < 0 || bufferevent_setfd(bev, -1) < 0)
+		return; /* evhttp's close stands */
 	atomic_fetch_add(server->settings->open_connections, 1);
-	linger_close(&server->lingering, kept);
+	linger_close(&server->lingering, fd);
 }
 
 static void on_lingered(void *arg)
@@ -389,7 +400,7 @@ static void on_lingered(void *arg)
 /* Closes the connection with a lingering close: what the client sent or still sends is dropped. */
 static void linger_and_close(struct connection *connection)
 {
-	linger_after(connection->server, connection->fd);
+	linger_after(connection->server, evhttp_connection_get_bufferevent(connection->evcon));
 	/* Runs on_connection_freed. */
 	evhttp_connection_free(connection->evcon);
 }
@@ -757,7 +768,15 @@ static void on_complete(struct evhttp_request *req, void *arg)
 		 * other and evhttp_send_done frees the connection, as after the rest.
 		 */
 		req->type = EVHTTP_REQ_GET;
-		linger_after(server, bufferevent_getfd(bev));
+		/*
+		 * And evhttp_is_connection_close then holds whatever the request
+		 * said: the connection is freed, as the lingering close assumes.
+		 */
+		if (evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
+				      "close") == 0) {
+			stop_waiting(exchange); /* its watch on the socket goes first */
+			linger_after(server, bev);
+		}
 	}
 	stop_waiting(exchange);
 	if (connection != NULL) {

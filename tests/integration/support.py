@@ -1,6 +1,7 @@
 """Small helpers shared by the integration harness: paths, timeouts, ports, bounded waits."""
 
 import ctypes
+import errno
 import os
 import pathlib
 import socket
@@ -130,6 +131,8 @@ def listening_sockets(pid, port):
                 continue
             copy = _libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
             if copy < 0:
+                if ctypes.get_errno() == errno.EBADF:
+                    continue  # closed since the listing: not a listener of this moment
                 raise OSError(ctypes.get_errno(), f"pidfd_getfd({pid}, {fd})")
             sock = socket.socket(fileno=copy)
             try:
