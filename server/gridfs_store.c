@@ -8,6 +8,7 @@
 #include "gridfs_store.h"
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -145,6 +146,19 @@ enum gridfs_store_status gridfs_store_find_file(mongoc_client_t *client, const c
 	bson_destroy(&filter);
 	bson_destroy(&options);
 	return status;
+}
+
+/*
+ * Above the 256 KiB evbuffer chains that chunk bytes are copied into (GridFS's
+ * default 255 KiB chunk and the chain's header), below a default window's reply.
+ */
+#define REPLY_MMAP_THRESHOLD (512 * 1024)
+
+void gridfs_store_tune_allocator(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, REPLY_MMAP_THRESHOLD); /* 0 under a sanitizer: no matter */
+#endif
 }
 
 static void append_chunk_number(bson_t *document, const char *key, uint64_t n)

@@ -17,6 +17,21 @@
 #include "gridfs_file.h"
 
 
+/*
+ * Sets glibc's mmap threshold once, before the lookup threads start. A span's
+ * reply (up to --gridfs-window bytes of chunks) passes through libmongoc on a
+ * lookup thread as two transient buffers of its size (the wire message, then
+ * the reply document the cursor holds) before take_chunk copies the bytes
+ * into the response's evbuffer. With glibc's dynamic threshold the first such
+ * free raises the threshold above them; from then on they are carved from the
+ * thread's arena and their pages stay resident after the read, 2-3 windows
+ * per lookup thread for good (scripts/bench g2 and docs/BENCHMARKS.md
+ * "GridFS"). A fixed threshold between the evbuffer chains (pooled in the
+ * arenas, reused) and a window's reply gives those buffers back after each
+ * read, for an mmap/munmap pair and its page faults per buffer.
+ */
+void gridfs_store_tune_allocator(void);
+
 /* Adds the fs.files fields musicd reads to a find's projection. */
 void gridfs_store_project(bson_t *projection);
 

@@ -421,6 +421,7 @@ struct lookup_pool *lookup_pool_start(const struct config *config, unsigned max_
 	if (log_enabled(LOG_LEVEL_DEBUG) && lookup_monitor_attach(pool->clients) < 0)
 		log_warn("mongodb: command monitoring refused; no per-command debug lines");
 
+	gridfs_store_tune_allocator(); /* before the threads that read GridFS spans */
 	for (unsigned i = 0; i < pool->thread_count; i++) {
 		if (pthread_create(&pool->threads[i], NULL, lookup_thread, pool) != 0) {
 			snprintf(error, error_size, "cannot start lookup thread %u", i);
