@@ -169,6 +169,14 @@ static void append_chunk_number(bson_t *document, const char *key, uint64_t n)
 		bson_append_int64(document, key, -1, (int64_t)n);
 }
 
+/*
+ * A body block: 64 KiB less room for libevent's chain header, so that the
+ * chain evbuffer_add allocates for it is 64 KiB (libevent rounds a chain up
+ * to a power of two). The partly sent block a stream may hold beyond its
+ * window is then at most 64 KiB: window + 64 KiB in all.
+ */
+#define BODY_BLOCK_BYTES (64 * 1024 - 128)
+
 /* Checks one chunk document and appends the span's bytes of it; 0, or -1 with detail. */
 static int take_chunk(const bson_t *chunk, const struct gridfs_file *file,
 		      const struct gridfs_span *span, uint64_t expected, struct evbuffer *out,
@@ -203,9 +211,18 @@ static int take_chunk(const bson_t *chunk, const struct gridfs_file *file,
 	}
 	uint64_t offset, kept;
 	gridfs_span_slice(file, span, expected, &offset, &kept);
-	if (evbuffer_add(out, data + offset, (size_t)kept) < 0) {
-		snprintf(detail, detail_size, "out of memory");
-		return -1;
+	/*
+	 * In blocks of their own, at most BODY_BLOCK_BYTES each: a block is freed
+	 * only once all of it is sent, so what a stream holds is its unsent bytes
+	 * (the window bounds those) plus at most one partly sent block.
+	 */
+	for (uint64_t done = 0; done < kept;) {
+		size_t part = kept - done < BODY_BLOCK_BYTES ? (size_t)(kept - done) : BODY_BLOCK_BYTES;
+		if (evbuffer_add(out, data + offset + done, part) < 0) {
+			snprintf(detail, detail_size, "out of memory");
+			return -1;
+		}
+		done += part;
 	}
 	return 0;
 }
