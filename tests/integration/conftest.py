@@ -14,6 +14,7 @@ defaults), db_proxy (a TcpProxy in front of the session database, with the URI t
 restartable_db (a database the test may stop and start again).
 """
 
+import os
 import pathlib
 import secrets
 import sys
@@ -22,6 +23,14 @@ import pymongo
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+# Debian's libmongoc keeps its counters (for mongoc-stat) in /dev/shm/mongoc-PID, made when the
+# library loads and removed only by a clean exit. The suite kills processes on purpose (an origin
+# in a failover, a hung child), so segments are left behind, and a later musicd or musicd-import
+# whose pid is a recycled one warns "Falling back to malloc for counters" on stderr, which the
+# tests of one-line error messages then see (it happened in make test). Every process the suite
+# starts inherits this; musicd itself needs no counters of libmongoc's (it has /metrics).
+os.environ.setdefault("MONGOC_DISABLE_SHM", "1")
 
 import dbservers  # noqa: E402
 from frontends import FrontendFactory  # noqa: E402
