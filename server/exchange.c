@@ -1015,11 +1015,10 @@ static void on_lookup_delivered(evutil_socket_t fd, short what, void *arg)
 	exchange_release(exchange); /* the lookup's reference */
 }
 
-/* Queues job (one at a time per exchange); waits for the client and the deadline until a response starts. */
-static int submit_job(struct exchange *exchange, struct lookup_job *job,
-		      exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
+/* One job at a time: job comes back to on_result through the exchange's delivery event. */
+static int prepare_delivery(struct exchange *exchange, struct lookup_job *job,
+			    exchange_wait_cb on_result, void *arg)
 {
-	unsigned timeout_ms = exchange_config(exchange)->lookup_timeout_ms;
 	if (exchange->job_in_flight)
 		return -1;
 	if (exchange->delivery == NULL) {
@@ -1028,11 +1027,21 @@ static int submit_job(struct exchange *exchange, struct lookup_job *job,
 		if (exchange->delivery == NULL)
 			return -1;
 	}
-	exchange->deadline_passed = 0;
-	job->deadline = clock_deadline_after(timeout_ms);
 	job->delivery = exchange->delivery;
 	exchange->on_lookup_result = on_result;
 	exchange->wait_arg = arg;
+	return 0;
+}
+
+/* Queues job (one at a time per exchange); waits for the client and the deadline until a response starts. */
+static int submit_job(struct exchange *exchange, struct lookup_job *job,
+		      exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
+{
+	unsigned timeout_ms = exchange_config(exchange)->lookup_timeout_ms;
+	if (prepare_delivery(exchange, job, on_result, arg) < 0)
+		return -1;
+	exchange->deadline_passed = 0;
+	job->deadline = clock_deadline_after(timeout_ms);
 
 	if (exchange_can_respond(exchange) && start_waiting(exchange, timeout_ms, on_deadline) < 0)
 		return -1;
@@ -1065,17 +1074,8 @@ int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char
 int exchange_await(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
 		   void *arg)
 {
-	if (exchange->job_in_flight)
+	if (prepare_delivery(exchange, job, on_result, arg) < 0)
 		return -1;
-	if (exchange->delivery == NULL) {
-		exchange->delivery =
-			event_new(exchange->server->base, -1, 0, on_lookup_delivered, exchange);
-		if (exchange->delivery == NULL)
-			return -1;
-	}
-	job->delivery = exchange->delivery;
-	exchange->on_lookup_result = on_result;
-	exchange->wait_arg = arg;
 	/* The client is watched for the lookup deadline; the wait itself has none. */
 	if (exchange_can_respond(exchange) &&
 	    start_waiting(exchange, exchange_config(exchange)->lookup_timeout_ms, NULL) < 0)
