@@ -87,6 +87,12 @@ class Musicd:
         except AssertionError as e:
             raise AssertionError(f"{e}\nstderr:\n{self.stderr_text()}") from None
 
+    def wait_all_workers(self, timeout=30.0):
+        """Wait for the line musicd logs once every worker has started. wait_ready returns as
+        soon as the first worker accepts; the others open their listeners after it (256 of
+        them under ASan on a slow machine take seconds)."""
+        self.wait_for_stderr(" workers, ", timeout)
+
     def send_signal(self, sig):
         self.proc.send_signal(sig)
 

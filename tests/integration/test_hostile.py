@@ -592,6 +592,7 @@ def test_on_a_host_with_300_cpus_the_default_is_256_workers(musicd, library, tmp
     env = cpu_count_env(tmp_path)
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(env=env, descriptor_limit=8192)
+    server.wait_all_workers()
     listeners = server.listening_fds()
     assert len(listeners) == 256, f"{len(listeners)} listening sockets (one per worker)"
     assert_file_response(requests.get(server.url + track.url_path, timeout=TIMEOUT), track.path)
@@ -606,6 +607,7 @@ def test_a_descriptor_limit_too_low_for_the_default_workers_lowers_their_count(m
     env = cpu_count_env(tmp_path)
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(env=env, descriptor_limit=1500)
+    server.wait_all_workers()
     assert len(server.listening_fds()) == 42
     server.wait_for_stderr("descriptor limit 1500: 42 workers instead of one per CPU (256)")
     assert "at most 210 connections at once" in server.stderr_text()

@@ -150,6 +150,7 @@ def test_access_log_off_writes_no_lines(musicd, library):
 def test_each_worker_listens_on_its_own_socket(musicd, library):
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(extra_args=["--workers", "3"])
+    server.wait_all_workers()
     listening = server.listening_fds()
     assert len(listening) == 3, server.sockets()
     for _ in range(6):  # new connections, spread by the kernel over the three
@@ -166,7 +167,7 @@ def test_each_worker_holds_the_descriptors_the_budget_counts_for_it(musicd, libr
     counts = {}
     for workers in (1, 9):
         server = musicd.start(extra_args=["--workers", str(workers)])
-        server.wait_for_stderr(f"({workers} workers,")  # logged once every worker runs
+        server.wait_all_workers()
         listening = set(server.listening_fds())
         # the kinds a worker holds (epoll, eventfd, pipes, its listener), not the files and
         # database sockets the pool's monitor opens and closes at moments of its own choosing

@@ -353,6 +353,7 @@ def test_restart_only_changes_are_named_in_one_warning_and_kept(musicd, mongo, d
                                                                 tmp_path):
     track = library.add(library.media.short, "kept.mp3")
     r = start(musicd, mongo, db, library, tmp_path)
+    r.server.wait_all_workers()
     listeners = r.server.listening_fds()
     assert len(listeners) == 2
     elsewhere = tmp_path / "elsewhere"
