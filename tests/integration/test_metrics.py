@@ -400,6 +400,7 @@ def test_out_of_descriptors_the_metrics_listener_pauses_instead_of_spinning(musi
 
 def test_off_opens_no_metrics_socket(musicd):
     server = musicd.start(extra_args=["--workers", "2", "--metrics-listen", "off"])
+    server.wait_all_workers()  # both listeners, and the start-up lines all written
     assert server.metrics_port is None
     assert all_listening(server) == {server.port: 2}
     assert "metrics on" not in server.stderr_text()
