@@ -25,6 +25,7 @@
 #include "descriptor_budget.h"
 #include "gridfs_spool.h"
 #include "listener.h"
+#include "liveness.h"
 #include "log.h"
 #include "log_files.h"
 #include "lookup.h"
@@ -44,6 +45,7 @@
 
 #define EXIT_CONFIG 2
 #define SHUTDOWN_GRACE_MS 10000
+#define WORKER_START_TIMEOUT_MS 10000 /* each loop answers its first heartbeat within it */
 
 static void on_mongoc_log(mongoc_log_level_t level, const char *domain, const char *message,
 			  void *unused)
@@ -89,17 +91,22 @@ static void block_signals(sigset_t *handled)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* Handles signals until one asks to stop; returns that one. */
+/*
+ * Handles signals until one asks to stop; returns that one. The watchdog is
+ * pinged only while every worker's loop answers its heartbeat.
+ */
 static int run_until_stopped(struct service *service, const sigset_t *handled,
-			     struct reload *reload)
+			     struct reload *reload, struct worker *workers, unsigned worker_count)
 {
 	struct signal_wait wait;
+	struct liveness_watch watch = {0};
 	signal_wait_init(&wait, handled, notify_watchdog_interval_ms());
 	for (;;) {
 		int signal_number = signal_wait_next(&wait);
 		switch (signal_number) {
 		case 0: /* the watchdog's tick */
-			notify_watchdog();
+			if (liveness_tick(&watch, workers, worker_count))
+				notify_watchdog();
 			break;
 		case SIGUSR1:
 			log_files_reopen(settings_board_current(service->settings)->access_log);
@@ -304,6 +311,10 @@ static int serve(const struct config *config, struct service *service, const sig
 			goto stop;
 		}
 	}
+	if (liveness_await(workers, started, WORKER_START_TIMEOUT_MS, error, sizeof(error)) < 0) {
+		fail(error);
+		goto stop;
+	}
 	log_info("musicd %s listening on %s:%u (%u workers, %u lookup threads, database %s.%s)",
 		 MUSICD_VERSION, config->listen_host, config->listen_port, config->workers,
 		 config->lookup_threads, config->database, config->collection);
@@ -320,7 +331,7 @@ static int serve(const struct config *config, struct service *service, const sig
 		 v6 ? "]" : "", config->listen_port);
 	notify_ready(ready);
 
-	int signal_number = run_until_stopped(service, handled, reload);
+	int signal_number = run_until_stopped(service, handled, reload, workers, started);
 	notify_stopping();
 	log_info("%s: stopping; letting responses in flight finish", strsignal(signal_number));
 	status = 0;

@@ -3,10 +3,10 @@
  * sd_notify(3) on $NOTIFY_SOCKET; every call is a no-op when musicd was not
  * started by a service manager that listens. Called from the main thread.
  *
- *   notify_ready()      once every worker listens (and again after a reload)
+ *   notify_ready()      once every worker runs its loop (and again after a reload)
  *   notify_reloading()  as a reload (SIGHUP) starts; follow it with notify_ready()
  *   notify_stopping()   as shutdown starts
- *   notify_watchdog()   every notify_watchdog_interval_ms() while running
+ *   notify_watchdog()   every notify_watchdog_interval_ms() while every worker answers
  */
 #ifndef MUSICD_NOTIFY_H
 #define MUSICD_NOTIFY_H

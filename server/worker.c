@@ -1,7 +1,8 @@
 /*
- * worker: the route -> handler table, the worker's loop, and a graceful stop:
- * its exchange server drains (no connection dropped) before the loop exits,
- * within the grace period.
+ * worker: the route -> handler table, the worker's loop, its heartbeat (how
+ * the main thread knows the loop runs), and a graceful stop: its exchange
+ * server drains (no connection dropped) before the loop exits, within the
+ * grace period.
  */
 #include "worker.h"
 
@@ -94,10 +95,32 @@ static int start_housekeeping(struct worker *worker)
 	return worker->housekeeping ? event_add(worker->housekeeping, &interval) : -1;
 }
 
+/* Runs on the worker's thread: answers every heartbeat asked until now. */
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *worker = arg;
+	(void)fd;
+	(void)what;
+	atomic_store(&worker->heartbeats_answered, atomic_load(&worker->heartbeats_asked));
+}
+
+void worker_ask_heartbeat(struct worker *worker)
+{
+	atomic_fetch_add(&worker->heartbeats_asked, 1);
+	event_active(worker->heartbeat, EV_TIMEOUT, 0);
+}
+
+bool worker_answered(struct worker *worker)
+{
+	return atomic_load(&worker->heartbeats_answered) == atomic_load(&worker->heartbeats_asked);
+}
+
 int worker_init(struct worker *worker, unsigned index, const struct service *service,
 		atomic_uint *open_connections, int listen_fd, char *error, size_t error_size)
 {
 	memset(worker, 0, sizeof(*worker));
+	atomic_init(&worker->heartbeats_asked, 0);
+	atomic_init(&worker->heartbeats_answered, 0);
 	worker->index = index;
 	worker->service = service;
 	worker->settings = (struct exchange_settings){
@@ -117,6 +140,12 @@ int worker_init(struct worker *worker, unsigned index, const struct service *ser
 		event_config_free(base_config);
 	if (worker->base == NULL) {
 		snprintf(error, error_size, "worker %u: cannot create its event loop", index);
+		close(listen_fd);
+		return -1;
+	}
+	worker->heartbeat = event_new(worker->base, -1, 0, on_heartbeat, worker);
+	if (worker->heartbeat == NULL) {
+		snprintf(error, error_size, "worker %u: cannot create its heartbeat", index);
 		close(listen_fd);
 		return -1;
 	}
@@ -147,6 +176,9 @@ int worker_start(struct worker *worker)
 	if (pthread_create(&worker->thread, NULL, worker_thread, worker) != 0)
 		return -1;
 	worker->thread_running = 1;
+	char name[16]; /* the kernel keeps 15 characters */
+	snprintf(name, sizeof(name), "worker %u", worker->index);
+	pthread_setname_np(worker->thread, name);
 	return 0;
 }
 
@@ -212,6 +244,8 @@ void worker_destroy(struct worker *worker)
 		event_free(worker->drain_deadline);
 	if (worker->housekeeping != NULL)
 		event_free(worker->housekeeping);
+	if (worker->heartbeat != NULL)
+		event_free(worker->heartbeat);
 	exchange_server_free(worker->server);
 	if (worker->base != NULL)
 		event_base_free(worker->base);

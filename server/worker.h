@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "exchange.h"
 #include "service.h"
@@ -22,6 +23,14 @@ struct worker {
 	struct exchange_server *server;
 	pthread_t thread;
 	int thread_running;
+
+	/*
+	 * The heartbeat: the main thread asks (event_active on it), the loop
+	 * answers by running it. A loop that has not answered is stuck.
+	 */
+	struct event *heartbeat;
+	atomic_uint heartbeats_asked;
+	atomic_uint heartbeats_answered;
 
 	/* Worker-thread only. */
 	unsigned grace_ms;
@@ -37,8 +46,14 @@ struct worker {
 int worker_init(struct worker *worker, unsigned index, const struct service *service,
 		atomic_uint *open_connections, int listen_fd, char *error, size_t error_size);
 
-/* Runs the loop on a new thread. */
+/* Runs the loop on a new thread, named "worker N" (as top -H and /proc show it). */
 int worker_start(struct worker *worker);
+
+/* From any thread: asks the worker's loop to run its heartbeat once more. */
+void worker_ask_heartbeat(struct worker *worker);
+
+/* True when the worker's loop has run every heartbeat asked of it so far. */
+bool worker_answered(struct worker *worker);
 
 /*
  * From any thread: drain (exchange_server_drain: stop accepting, answer what

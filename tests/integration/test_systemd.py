@@ -1,6 +1,7 @@
 """systemd: readiness and the watchdog through sd_notify (a NOTIFY_SOCKET this test listens on,
 as systemd does for Type=notify), and config/musicd.service as systemd-analyze verify sees it."""
 
+import ctypes
 import os
 import pwd
 import shutil
@@ -182,6 +183,66 @@ def test_watchdog_pings_come_with_watchdog_usec(musicd, notify):
         pid, fields, _ = notify.wait_for("WATCHDOG")
         assert pid == server.pid and fields["WATCHDOG"] == "1"
         pings.append(pid)
+
+
+def thread_named(pid, name):
+    """The id of process pid's thread called name (in /proc/PID/task/TID/comm)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+            if comm.read().strip() == name:
+                return int(tid)
+    raise AssertionError(f"no thread {name!r} in {pid}")
+
+
+class StoppedThread:
+    """One thread of another process held still with ptrace (PTRACE_SEIZE, PTRACE_INTERRUPT),
+    while the process's other threads run on: how a worker stuck in a callback looks."""
+    PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+    WALL = 0x40000000
+
+    def __init__(self, tid):
+        self.tid = tid
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
+                                     ctypes.c_void_p]
+        self.call(self.PTRACE_SEIZE)
+        self.call(self.PTRACE_INTERRUPT)
+        os.waitpid(tid, self.WALL)  # stopped
+
+    def call(self, request):
+        if self.libc.ptrace(request, self.tid, None, None) != 0:
+            raise OSError(ctypes.get_errno(), f"ptrace({request:#x}, {self.tid})")
+
+    def resume(self):
+        self.call(self.PTRACE_DETACH)
+
+
+def test_a_stuck_worker_withholds_the_watchdog_ping_until_it_runs_again(musicd, notify, library):
+    # (fails before the heartbeat: the main thread pinged whatever the workers did.)
+    track = library.add(library.media.short, "short.mp3")
+    server = start_notifying(musicd, notify, extra_args=["--workers", "2"],
+                             env={"WATCHDOG_USEC": "200000"}, watchdog_pid="self")
+    notify.wait_for("READY")
+    notify.wait_for("WATCHDOG")
+    stuck = StoppedThread(thread_named(server.pid, "worker 1"))
+    try:
+        server.wait_for_stderr("worker 1 has not run its loop since the last watchdog tick")
+        notify.drain(0.2)  # a ping that left before the tick that noticed
+        assert [m for m in notify.drain(scaled(1.0)) if "WATCHDOG" in m[1]] == []
+    finally:
+        stuck.resume()
+    notify.wait_for("WATCHDOG")
+    server.wait_for_stderr("every worker runs its loop again")
+    assert len([line for line in server.stderr_text().splitlines()
+                if "has not run its loop" in line]) == 1
+    assert requests.get(server.url + track.url_path, timeout=TIMEOUT).status_code == 200
+
+
+def test_workers_are_named_threads(musicd, notify):
+    server = start_notifying(musicd, notify, extra_args=["--workers", "3"])
+    notify.wait_for("READY")
+    for index in range(3):
+        thread_named(server.pid, f"worker {index}")
 
 
 def test_no_watchdog_pings_without_watchdog_usec(musicd, notify):
