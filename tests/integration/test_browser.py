@@ -18,7 +18,7 @@ import time
 import pytest
 
 from support import scaled, wait_until
-from webdriver import Browser, PageServer
+from webdriver import PageServer, browser  # noqa: F401 (browser: the fixture)
 
 PLAY_TIMEOUT = scaled(45)
 DURATION_TOLERANCE = 0.5
@@ -76,15 +76,6 @@ def long_mp3(tmp_path_factory):
         sox.wait(GEN_TIMEOUT)
     assert lame.returncode == 0 and sox.returncode == 0, lame.stderr
     return path
-
-
-@pytest.fixture
-def browser(tmp_path):
-    b = Browser(tmp_path / "browser")
-    try:
-        yield b.start()
-    finally:
-        b.close()
 
 
 def test_chromium_plays_seeks_to_80_percent_and_plays_on(server, library, browser, long_mp3):

@@ -348,6 +348,97 @@ def test_the_etag_field_is_refused_when_it_is_the_path_field(musicd, library):
     assert "etag-field" in result.stderr
 
 
+# -- an origin dies under load, through either front ------------------------------------------
+
+class Failover:
+    """How one front is seen to take a dead origin out and a restarted one back: a subclass per
+    front, made with the FrontendFactory method that starts that front before the origins."""
+    origin_args = ()
+    may_be_whole = False   # Player.assert_cut_and_resumed
+
+    def __init__(self, start_front):
+        self.start_front = start_front
+        self.front = None
+
+    def start(self, origins):
+        self.front = self.start_front([o.port for o in origins])
+        return self.front
+
+
+def wait_sent_requests(origin):
+    wait_until(lambda: served_urls(origin), WAIT, message="the restarted origin to be sent "
+               "requests again")
+
+
+class NginxFailover(Failover):
+    """nginx takes an origin out on a request that fails and tries it again after fail_timeout,
+    so a restarted origin is back once nginx sends it requests again."""
+
+    def wait_backends(self, states):
+        pass   # nginx has no probe: it learns of a dead origin from the requests that fail
+
+    def wait_back(self, index, back):
+        """When the restarted origin is back."""
+        wait_sent_requests(back)
+        return time.monotonic()
+
+
+class VarnishFailover(Failover):
+    """Varnish's probe sees an origin sick and healthy again (waited for here). The origins say
+    no-store (NO_STORE), and Varnish may have had the player's whole track before the kill."""
+    origin_args = NO_STORE
+    may_be_whole = True
+
+    def wait_backends(self, states):
+        """states: {origin index: "healthy" or "sick"}, by Varnish's probe."""
+        self.front.wait_backends({f"origin{i + 1}": state for i, state in states.items()}, WAIT)
+
+    def wait_back(self, index, back):
+        """When the restarted origin is back: its probe says healthy (then it is sent requests)."""
+        self.wait_backends({index: "healthy"})
+        back_at = time.monotonic()
+        wait_sent_requests(back)
+        return back_at
+
+
+def owner(share, url):
+    return next(i for i, urls in share.items() if url in urls)
+
+
+def fail_over_under_load(musicd, library, failover):
+    """While a player streams a track and a load fetches every track through the front, the
+    player's origin is killed: the player resumes elsewhere, the dead origin's tracks are answered
+    by the others, and, restarted, it gets its share (and only its share) back."""
+    tracks = Tracks(library, stream=True)
+    origins = start_origins(musicd, failover.origin_args)
+    front = failover.start(origins)
+    failover.wait_backends({i: "healthy" for i in range(ORIGINS)})
+    fetch_all(front.port, tracks)
+    share = shares(origins, tracks)
+    victim = owner(share, tracks.stream.url_path)  # the origin a player is streaming from
+    player = Player(front.port, tracks.stream)
+    with Load(front.port, tracks) as load:
+        player.start()
+        wait_until(lambda: len(player.received) >= STREAM_BEFORE_KILL or player.cut, WAIT,
+                   message="the player to be streaming")
+        load.wait_for(lambda rs: sum(r[3] is None for r in rs) >= 20, "20 answers before the kill")
+        killed_at = time.monotonic()
+        kill(origins[victim])
+        player.assert_cut_and_resumed(front.port, may_be_whole=failover.may_be_whole)
+        failover.wait_backends({victim: "sick"})
+        load.wait_for(lambda rs: sum(r[1] > killed_at and r[0] in share[victim] for r in rs) >= 20,
+                      "20 requests for the dead origin's tracks")
+        back = restart(musicd, origins[victim], failover.origin_args)
+        # still under load, the front takes the restarted origin back
+        back_at = failover.wait_back(victim, back)
+        load.wait_for(lambda rs: sum(r[1] > back_at for r in rs) >= 40, "40 answers after")
+    results = load.snapshot()
+    assert_failover(results, killed_at, share[victim])
+    assert set(served_urls(back)) <= share[victim], "the restarted origin got others' tracks"
+    late = [r for r in results if r[1] > back_at]
+    assert all(r[3] is None for r in late), [r for r in late if r[3]]
+
+
 # -- nginx in front ----------------------------------------------------------------------
 
 def test_nginx_spreads_the_tracks_over_every_origin_by_uri(musicd, library, frontends):
@@ -367,40 +458,9 @@ def test_nginx_spreads_the_tracks_over_every_origin_by_uri(musicd, library, fron
     assert sorted(u for urls in logs for u in urls) == sorted(list(tracks.by_url) * 2)
 
 
-def owner(share, url):
-    return next(i for i, urls in share.items() if url in urls)
-
-
 def test_nginx_fails_over_when_an_origin_dies_and_gives_it_its_share_back(
         musicd, library, frontends):
-    tracks = Tracks(library, stream=True)
-    origins = start_origins(musicd)
-    nginx = frontends.nginx_cluster([o.port for o in origins])
-    fetch_all(nginx.port, tracks)
-    share = shares(origins, tracks)
-    victim = owner(share, tracks.stream.url_path)  # the origin a player is streaming from
-    player = Player(nginx.port, tracks.stream)
-    with Load(nginx.port, tracks) as load:
-        player.start()
-        wait_until(lambda: len(player.received) >= STREAM_BEFORE_KILL or player.cut, WAIT,
-                   message="the player to be streaming")
-        load.wait_for(lambda rs: sum(r[3] is None for r in rs) >= 20, "20 answers before the kill")
-        killed_at = time.monotonic()
-        kill(origins[victim])
-        player.assert_cut_and_resumed(nginx.port)
-        load.wait_for(lambda rs: sum(r[1] > killed_at and r[0] in share[victim] for r in rs) >= 20,
-                      "20 requests for the dead origin's tracks")
-        back = restart(musicd, origins[victim])
-        # nginx tries the origin again after fail_timeout; the load is still running.
-        wait_until(lambda: served_urls(back), WAIT, message="the restarted origin to be sent "
-                   "requests again")
-        back_at = time.monotonic()
-        load.wait_for(lambda rs: sum(r[1] > back_at for r in rs) >= 40, "40 answers after")
-    results = load.snapshot()
-    assert_failover(results, killed_at, share[victim])
-    assert set(served_urls(back)) <= share[victim], "the restarted origin got others' tracks"
-    late = [r for r in results if r[1] > back_at]
-    assert all(r[3] is None for r in late), [r for r in late if r[3]]
+    fail_over_under_load(musicd, library, NginxFailover(frontends.nginx_cluster))
 
 
 def test_nginx_sends_a_track_on_when_its_origin_answers_503(musicd, library, frontends):
@@ -438,37 +498,7 @@ def test_varnish_shards_the_tracks_over_every_origin_and_caches_them(musicd, lib
 
 def test_varnish_fails_over_when_an_origin_dies_and_gives_it_its_share_back(
         musicd, library, frontends):
-    tracks = Tracks(library, stream=True)
-    origins = start_origins(musicd, NO_STORE)
-    varnish = frontends.varnish_cluster([o.port for o in origins])
-    names = {i: f"origin{i + 1}" for i in range(ORIGINS)}
-    varnish.wait_backends({n: "healthy" for n in names.values()}, WAIT)
-    fetch_all(varnish.port, tracks)
-    share = shares(origins, tracks)
-    victim = owner(share, tracks.stream.url_path)
-    player = Player(varnish.port, tracks.stream)
-    with Load(varnish.port, tracks) as load:
-        player.start()
-        wait_until(lambda: len(player.received) >= STREAM_BEFORE_KILL or player.cut, WAIT,
-                   message="the player to be streaming")
-        load.wait_for(lambda rs: sum(r[3] is None for r in rs) >= 20, "20 answers before the kill")
-        killed_at = time.monotonic()
-        kill(origins[victim])
-        player.assert_cut_and_resumed(varnish.port, may_be_whole=True)
-        varnish.wait_backends({names[victim]: "sick"}, WAIT)
-        load.wait_for(lambda rs: sum(r[1] > killed_at and r[0] in share[victim] for r in rs) >= 20,
-                      "20 requests for the dead origin's tracks")
-        back = restart(musicd, origins[victim], NO_STORE)
-        varnish.wait_backends({names[victim]: "healthy"}, WAIT)
-        back_at = time.monotonic()
-        wait_until(lambda: served_urls(back), WAIT, message="the restarted origin to be sent "
-                   "requests again")
-        load.wait_for(lambda rs: sum(r[1] > back_at for r in rs) >= 40, "40 answers after")
-    results = load.snapshot()
-    assert_failover(results, killed_at, share[victim])
-    assert set(served_urls(back)) <= share[victim], "the restarted origin got others' tracks"
-    late = [r for r in results if r[1] > back_at]
-    assert all(r[3] is None for r in late), [r for r in late if r[3]]
+    fail_over_under_load(musicd, library, VarnishFailover(frontends.varnish_cluster))
 
 
 # -- the URI's read preference -------------------------------------------------------------

@@ -21,7 +21,7 @@ from assertions import assert_error
 from support import free_port, scaled, wait_until
 from frontends import SHIPPED_ACCEL_PREFIX
 from test_deployment import HEALTHY_TIMEOUT, stack, track_requests, wait_track_requests
-from webdriver import Browser, PageServer
+from webdriver import PageServer, browser  # noqa: F401 (browser: the fixture)
 
 TIMEOUT = scaled(10)
 PAGE = "http://127.0.0.1:8000"            # a configured origin (no page is served there)
@@ -404,15 +404,6 @@ return {peak: a.peak, error: a.error, playing: a.playing, playError: a.playError
 """
 
 LISTEN_SECONDS = scaled(6)   # the short track plays 5 s
-
-
-@pytest.fixture
-def browser(tmp_path):
-    b = Browser(tmp_path / "browser")
-    try:
-        yield b.start()
-    finally:
-        b.close()
 
 
 def read_range_in_page(browser, url):

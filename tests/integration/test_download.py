@@ -20,7 +20,7 @@ import requests
 from frontends import SHIPPED_ACCEL_PREFIX
 from support import scaled, wait_until
 from test_deployment import stack
-from webdriver import Browser, PageServer
+from webdriver import PageServer, browser  # noqa: F401 (browser: the fixture)
 
 TIMEOUT = scaled(10)
 DOWNLOAD_TIMEOUT = scaled(30)
@@ -176,12 +176,18 @@ LINK_PAGE = '<!doctype html><meta charset="utf-8"><a id="link" href="{href}">dow
 
 
 @pytest.fixture
-def browser(tmp_path):
-    b = Browser(tmp_path / "browser")
-    try:
-        yield b.start()
-    finally:
-        b.close()
+def downloads(browser, tmp_path):
+    """The empty directory the browser saves its downloads in."""
+    directory = tmp_path / "downloads"
+    directory.mkdir()
+    browser.cdp("Browser.setDownloadBehavior",
+                {"behavior": "allow", "downloadPath": str(directory)})
+    return directory
+
+
+def click_the_link(browser, pages):
+    browser.open(pages.url + "/page")
+    browser.run('document.getElementById("link").click();')
 
 
 def finished_downloads(directory):
@@ -194,8 +200,7 @@ def finished_downloads(directory):
 
 def download_in_chromium(browser, pages, href, directory):
     """Click a link to href on a page and wait for the one file Chromium saves."""
-    browser.open(pages.url + "/page")
-    browser.run('document.getElementById("link").click();')
+    click_the_link(browser, pages)
     return wait_until(lambda: finished_downloads(directory), DOWNLOAD_TIMEOUT, interval=0.1,
                       message=f"Chromium's download of {href}")
 
@@ -205,33 +210,24 @@ def download_in_chromium(browser, pages, href, directory):
     ("caf%E9.mp3", None),   # not UTF-8: the id and the extension
 ], ids=["utf-8 name", "invalid utf-8"])
 def test_chromium_saves_the_download_under_its_name_with_the_exact_bytes(
-        server, library, browser, tmp_path, param, expected_name):
+        server, library, browser, downloads, param, expected_name):
     track = library.add(library.media.big, "big.mp3")   # several MB: not done in one read
     expected_name = expected_name or f"{track.id}.mp3"
-    directory = tmp_path / "downloads"
-    directory.mkdir()
-    browser.cdp("Browser.setDownloadBehavior",
-                {"behavior": "allow", "downloadPath": str(directory)})
     href = f"{server.url}/musicdb/{track.id}/{param}?download"
     with PageServer({"/page": LINK_PAGE.format(href=href)}) as page_server:
-        files = download_in_chromium(browser, page_server, href, directory)
+        files = download_in_chromium(browser, page_server, href, downloads)
     assert [p.name for p in files] == [expected_name]
     data = files[0].read_bytes()
     assert len(data) == track.size and data == track.data
 
 
-def test_without_download_chromium_plays_instead_of_saving(server, library, browser, tmp_path):
+def test_without_download_chromium_plays_instead_of_saving(server, library, browser, downloads):
     # the same link without ?download: Chromium opens its media viewer and saves nothing
     track = library.add()
-    directory = tmp_path / "downloads"
-    directory.mkdir()
-    browser.cdp("Browser.setDownloadBehavior",
-                {"behavior": "allow", "downloadPath": str(directory)})
     href = f"{server.url}{track.url_path}"
     with PageServer({"/page": LINK_PAGE.format(href=href)}) as page_server:
-        browser.open(page_server.url + "/page")
-        browser.run('document.getElementById("link").click();')
+        click_the_link(browser, page_server)
         wait_until(lambda: browser.run("return location.href;") == href, DOWNLOAD_TIMEOUT,
                    message="Chromium to open the track")
         time.sleep(1.0)   # time for a download to have started, had there been one
-    assert list(directory.iterdir()) == []
+    assert list(downloads.iterdir()) == []

@@ -193,23 +193,40 @@ def test_a_replaced_musicd_drops_no_request_and_resets_no_connection(musicd, lib
     assert "still in flight" not in old.stderr_text(), old.stderr_text()
 
 
-def test_a_request_sent_on_an_idle_connection_just_after_sigterm_is_answered(musicd, library):
+def idle_at_sigterm(musicd, library):
+    """A musicd serving the short track, a keep-alive connection to it answered once and idle
+    since, and then SIGTERM: (server, track, socket, reader)."""
     short = library.add(library.media.short, "short.mp3")
     server = musicd.start()
     s, reader = idle_connection(server.port, short)
     server.send_signal(signal.SIGTERM)
+    return server, short, s, reader
+
+
+def assert_answered_with_connection_close(reader, track):
+    r = reader.read_response()
+    assert r.status == 200 and r.body == track.data
+    assert (r.header("Connection") or "").lower() == "close"
+
+
+def assert_ends_with_a_fin_and_exits_0(server, s):
+    """musicd ends the connection with its FIN (nothing more, no reset) and, once the client
+    has closed it too, exits 0."""
+    assert httpraw.read_until_closed(s, TIMEOUT) == (b"", "eof")
+    s.close()
+    assert server.wait() == 0
+
+
+def test_a_request_sent_on_an_idle_connection_just_after_sigterm_is_answered(musicd, library):
+    server, short, s, reader = idle_at_sigterm(musicd, library)
     server.wait_for_stderr("stopping")
     # "stopping" is main's line; each worker begins draining a moment later, and its
     # listener is the first thing it closes: from then on the answer must say close.
     wait_until(lambda: not server.listening_fds(), TIMEOUT,
                message="the workers to close their listeners")
     s.sendall(httpraw.request_bytes("GET", short.url_path))
-    r = reader.read_response()
-    assert r.status == 200 and r.body == short.data
-    assert (r.header("Connection") or "").lower() == "close"
-    assert httpraw.read_until_closed(s, TIMEOUT) == (b"", "eof")
-    s.close()
-    assert server.wait() == 0
+    assert_answered_with_connection_close(reader, short)
+    assert_ends_with_a_fin_and_exits_0(server, s)
 
 
 def test_a_head_half_sent_at_sigterm_is_answered_with_connection_close(musicd, library):
@@ -224,22 +241,13 @@ def test_a_head_half_sent_at_sigterm_is_answered_with_connection_close(musicd, l
     server.wait_for_stderr("stopping")
     time.sleep(0.2)
     s.sendall(request[20:])
-    r = reader.read_response()
-    assert r.status == 200 and r.body == short.data
-    assert (r.header("Connection") or "").lower() == "close"
-    assert httpraw.read_until_closed(s, TIMEOUT) == (b"", "eof")
-    s.close()
-    assert server.wait() == 0
+    assert_answered_with_connection_close(reader, short)
+    assert_ends_with_a_fin_and_exits_0(server, s)
 
 
 def test_a_draining_musicd_closes_an_idle_keepalive_connection_with_a_fin(musicd, library):
-    short = library.add(library.media.short, "short.mp3")
-    server = musicd.start()
-    s, _ = idle_connection(server.port, short)
-    server.send_signal(signal.SIGTERM)
-    assert httpraw.read_until_closed(s, TIMEOUT) == (b"", "eof")
-    s.close()
-    assert server.wait() == 0
+    server, _, s, _ = idle_at_sigterm(musicd, library)
+    assert_ends_with_a_fin_and_exits_0(server, s)
 
 
 def test_a_second_musicd_on_the_port_says_it_shares_it(musicd, library):
