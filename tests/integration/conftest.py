@@ -37,6 +37,7 @@ from frontends import FrontendFactory  # noqa: E402
 from media import Library, MediaFiles  # noqa: E402
 from musicd_process import MusicdFactory  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
+from webdriver import Browser  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -168,3 +169,14 @@ def frontends(tmp_path):
     factory = FrontendFactory(tmp_path / "frontends")
     yield factory
     factory.teardown()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Chromium (webdriver.Browser), started, its chromedriver and profile in the
+    test's directory; closed, with whatever it started, after the test."""
+    b = Browser(tmp_path / "browser")
+    try:
+        yield b.start()
+    finally:
+        b.close()

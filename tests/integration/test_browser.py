@@ -18,7 +18,7 @@ import time
 import pytest
 
 from support import scaled, wait_until
-from webdriver import PageServer, browser  # noqa: F401 (browser: the fixture)
+from webdriver import PageServer
 
 PLAY_TIMEOUT = scaled(45)
 DURATION_TOLERANCE = 0.5

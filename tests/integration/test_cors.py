@@ -21,7 +21,7 @@ from assertions import assert_error
 from support import free_port, scaled, wait_until
 from frontends import SHIPPED_ACCEL_PREFIX
 from test_deployment import HEALTHY_TIMEOUT, stack, track_requests, wait_track_requests
-from webdriver import PageServer, browser  # noqa: F401 (browser: the fixture)
+from webdriver import PageServer
 
 TIMEOUT = scaled(10)
 PAGE = "http://127.0.0.1:8000"            # a configured origin (no page is served there)

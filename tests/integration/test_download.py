@@ -20,7 +20,7 @@ import requests
 from frontends import SHIPPED_ACCEL_PREFIX
 from support import scaled, wait_until
 from test_deployment import stack
-from webdriver import PageServer, browser  # noqa: F401 (browser: the fixture)
+from webdriver import PageServer
 
 TIMEOUT = scaled(10)
 DOWNLOAD_TIMEOUT = scaled(30)

@@ -1,6 +1,6 @@
 """Headless Chromium driven through chromedriver's W3C WebDriver HTTP API (needs only requests),
-a tiny loopback HTTP server for the pages it opens, and the `browser` fixture (a started Browser
-in the test's directory, closed after the test; a test module imports it to use it).
+and a tiny loopback HTTP server for the pages it opens (conftest.py's `browser` fixture is a
+started Browser in the test's directory).
 
     with PageServer({"/player.html": html}) as pages, Browser(workdir) as browser:
         browser.open(pages.url + "/player.html")
@@ -20,7 +20,6 @@ import signal
 import subprocess
 import threading
 
-import pytest
 import requests
 
 from support import free_port, port_accepts, read_text, wait_until
@@ -143,17 +142,6 @@ class Browser:
 
     def __exit__(self, *exc):
         self.close()
-
-
-@pytest.fixture
-def browser(tmp_path):
-    """A started Browser whose chromedriver and profile are in the test's directory; closed (and
-    whatever it started, stopped) after the test."""
-    b = Browser(tmp_path / "browser")
-    try:
-        yield b.start()
-    finally:
-        b.close()
 
 
 class PageServer:
