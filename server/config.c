@@ -12,6 +12,7 @@
 #include "range.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,6 +26,7 @@
 enum option_kind {
 	OPTION_STRING,	   /* char * field, replaced */
 	OPTION_UNSIGNED,   /* unsigned field within [minimum, maximum] */
+	OPTION_BYTES,	   /* uint64_t field, 0 to byte_maximum, with an optional K/M/G/T/P suffix */
 	OPTION_LISTEN,	   /* host + port */
 	OPTION_METRICS_LISTEN, /* host + port of the metrics listener, or "off" */
 	OPTION_LIST,	   /* repeatable: appended; the command line's replace the file's */
@@ -40,6 +42,7 @@ struct option_spec {
 	enum option_kind kind;
 	size_t offset;
 	unsigned minimum, maximum; /* OPTION_UNSIGNED: the range; OPTION_LIST: maximum = capacity */
+	uint64_t byte_maximum;	   /* OPTION_BYTES: the largest size */
 	const char *help;
 	size_t count_offset;	   /* OPTION_LIST: the size_t holding the item count */
 	/*
@@ -68,6 +71,7 @@ struct option_spec {
 #define STRING(field) .kind = OPTION_STRING, .offset = FIELD(field)
 #define STRING_OR_OFF(field) .kind = OPTION_STRING_OR_OFF, .offset = FIELD(field)
 #define NUMBER(field, low, high) .kind = OPTION_UNSIGNED, .offset = FIELD(field), .minimum = low, .maximum = high
+#define BYTES(field, high) .kind = OPTION_BYTES, .offset = FIELD(field), .byte_maximum = high
 #define LIST(items, count, capacity)                                                              \
 	.kind = OPTION_LIST, .offset = FIELD(items), .count_offset = FIELD(count), .maximum = capacity
 
@@ -115,8 +119,9 @@ static const struct option_spec options[] = {
 	{"gridfs-cache-dir", "DIR|off", STRING_OR_OFF(gridfs_cache_dir),
 	 .help = "keep a copy of each GridFS file read in DIR and send it from there",
 	 .default_value = "off"},
-	{"gridfs-cache-size", "BYTES", NUMBER(gridfs_cache_size, 0, 4294967295u),
-	 .help = "bytes the GridFS copies may take; the least recently used are removed",
+	{"gridfs-cache-size", "BYTES", BYTES(gridfs_cache_size, CONFIG_MAX_GRIDFS_CACHE_SIZE),
+	 .help = "bytes the GridFS copies may take (K, M, G, T, P: times 1024 each); the least "
+		 "recently used are removed",
 	 .default_value = "1073741824"},
 	{"media-root", "DIR", LIST(media_roots, media_root_count, CONFIG_MAX_MEDIA_ROOTS),
 	 .help = "directory files may be served from; repeatable, at least one required"},
@@ -296,6 +301,33 @@ static int parse_unsigned(const char *text, unsigned minimum, unsigned maximum, 
 	return 0;
 }
 
+/*
+ * Digits, then nothing or one of K, M, G, T, P (each 1024 times the one
+ * before, as sizes of memory and disks are counted); at most maximum.
+ */
+static int parse_bytes(const char *text, uint64_t maximum, uint64_t *out)
+{
+	static const char suffixes[] = "KMGTP";
+	if (text[0] < '0' || text[0] > '9')
+		return -1;
+	errno = 0;
+	char *end;
+	unsigned long long value = strtoull(text, &end, 10);
+	if (errno != 0)
+		return -1;
+	uint64_t unit = 1;
+	if (*end != '\0') {
+		const char *suffix = strchr(suffixes, *end);
+		if (suffix == NULL || end[1] != '\0')
+			return -1;
+		unit = (uint64_t)1 << (10 * (suffix - suffixes + 1));
+	}
+	if (value > maximum / unit)
+		return -1;
+	*out = (uint64_t)value * unit;
+	return 0;
+}
+
 int config_parse_listen(const char *text, char *host, size_t host_size, uint16_t *port)
 {
 	const char *colon;
@@ -357,6 +389,16 @@ int config_set(struct config *config, const char *name, const char *value, char 
 				   (unsigned *)(base + option->offset)) < 0) {
 			set_error(error, error_size, "%s: '%s' is not a number from %u to %u", name,
 				  value, option->minimum, option->maximum);
+			return -1;
+		}
+		return 0;
+	case OPTION_BYTES:
+		if (parse_bytes(value, option->byte_maximum, (uint64_t *)(base + option->offset)) <
+		    0) {
+			set_error(error, error_size,
+				  "%s: '%s' is not a size from 0 to %" PRIu64
+				  " bytes (digits, optionally followed by K, M, G, T or P)",
+				  name, value, option->byte_maximum);
 			return -1;
 		}
 		return 0;
@@ -818,6 +860,9 @@ bool config_option_equal(size_t index, const struct config *a, const struct conf
 	case OPTION_UNSIGNED:
 		return *(const unsigned *)(base_a + option->offset) ==
 		       *(const unsigned *)(base_b + option->offset);
+	case OPTION_BYTES:
+		return *(const uint64_t *)(base_a + option->offset) ==
+		       *(const uint64_t *)(base_b + option->offset);
 	case OPTION_SWITCH:
 		return *(const int *)(base_a + option->offset) ==
 		       *(const int *)(base_b + option->offset);
@@ -869,6 +914,10 @@ static int copy_option(const struct option_spec *option, struct config *dst,
 	case OPTION_UNSIGNED:
 		*(unsigned *)(base_dst + option->offset) =
 			*(const unsigned *)(base_src + option->offset);
+		return 0;
+	case OPTION_BYTES:
+		*(uint64_t *)(base_dst + option->offset) =
+			*(const uint64_t *)(base_src + option->offset);
 		return 0;
 	case OPTION_SWITCH:
 		*(int *)(base_dst + option->offset) = *(const int *)(base_src + option->offset);

@@ -27,6 +27,8 @@
 #define CONFIG_MAX_HEADER_SIZE_MAX (1024 * 1024)
 /* The longest --header-timeout, --keepalive-timeout and --send-timeout, in seconds. */
 #define CONFIG_MAX_TIMEOUT 3600
+/* The largest --gridfs-cache-size: 4 EiB, far past any disk, well inside off_t and uint64_t sums. */
+#define CONFIG_MAX_GRIDFS_CACHE_SIZE ((uint64_t)1 << 62)
 /*
  * The longest value config_validate lets into a response header (--cache-control,
  * --error-cache-control, an --x-accel-redirect prefix), so a head built from the
@@ -52,7 +54,7 @@ struct config {
 	char *gridfs_bucket;
 	unsigned gridfs_window;	  /* GridFS bytes buffered per response before fetching waits */
 	char *gridfs_cache_dir;	  /* the spool of GridFS copies; NULL for off */
-	unsigned gridfs_cache_size; /* bytes the spool may hold */
+	uint64_t gridfs_cache_size; /* bytes the spool may hold */
 	char *media_roots[CONFIG_MAX_MEDIA_ROOTS]; /* as given; media.c resolves them */
 	size_t media_root_count;
 	unsigned workers;	    /* 0 = one per CPU (at most CONFIG_MAX_WORKERS), settled by main */

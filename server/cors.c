@@ -31,19 +31,32 @@ static const char *scheme_end(const char *text)
 	return text;
 }
 
-/* A lower-case registered name or IPv4 address, or a bracketed IPv6 address; its end or NULL. */
+/*
+ * A lower-case registered name or IPv4 address, labels joined by single dots
+ * (one trailing dot, as in "example.com.", is a name browsers keep), or a
+ * bracketed IPv6 address, which has at least two colons; its end or NULL.
+ */
 static const char *host_end(const char *text)
 {
 	const char *start = text;
 	if (*text == '[') {
+		int colons = 0;
 		text++;
 		while (is_digit(*text) || (*text >= 'a' && *text <= 'f') || *text == ':' ||
 		       *text == '.')
-			text++;
-		return *text == ']' && text > start + 1 ? text + 1 : NULL;
+			colons += *text++ == ':';
+		return *text == ']' && colons >= 2 ? text + 1 : NULL;
 	}
-	while (is_lower_alpha(*text) || is_digit(*text) || *text == '-' || *text == '.')
-		text++;
+	size_t label = 0;
+	for (; is_lower_alpha(*text) || is_digit(*text) || *text == '-' || *text == '.'; text++) {
+		if (*text != '.') {
+			label++;
+		} else if (label == 0) {
+			return NULL; /* a leading dot, or two together */
+		} else {
+			label = 0;
+		}
+	}
 	return text > start ? text : NULL;
 }
 

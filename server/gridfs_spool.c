@@ -376,6 +376,42 @@ static int scan(struct gridfs_spool *spool, char *error, size_t error_size)
 	return 0;
 }
 
+/*
+ * The spool directory, opened, once the real user (after --user's drop, that
+ * user) may create and remove copies in it: a spool it can only read would
+ * start and then fail every fill. -1 with a message naming dir (and user).
+ */
+static int open_dir(const char *dir, const char *user, char *error, size_t error_size)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(error, error_size, "gridfs-cache-dir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (faccessat(fd, ".", W_OK | X_OK, 0) < 0) {
+		const char *reason = strerror(errno);
+		if (user != NULL)
+			snprintf(error, error_size,
+				 "gridfs-cache-dir %s: user %s cannot create files in it (%s)", dir,
+				 user, reason);
+		else
+			snprintf(error, error_size, "gridfs-cache-dir %s: cannot create files in it (%s)",
+				 dir, reason);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int gridfs_spool_check(const char *dir, const char *user, char *error, size_t error_size)
+{
+	int fd = open_dir(dir, user, error, error_size);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 struct gridfs_spool *gridfs_spool_open(const char *dir, uint64_t max_bytes,
 				       struct lookup_pool *pool, unsigned max_fills, char *error,
 				       size_t error_size)
@@ -390,9 +426,8 @@ struct gridfs_spool *gridfs_spool_open(const char *dir, uint64_t max_bytes,
 	spool->max_bytes = max_bytes;
 	spool->pool = pool;
 	spool->max_fills = max_fills ? max_fills : 1;
-	spool->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	spool->dir_fd = open_dir(dir, NULL, error, error_size);
 	if (spool->dir_fd < 0) {
-		snprintf(error, error_size, "gridfs-cache-dir %s: %s", dir, strerror(errno));
 		gridfs_spool_free(spool);
 		return NULL;
 	}

@@ -23,8 +23,16 @@
 struct gridfs_spool;
 
 /*
- * Opens (creates nothing) the directory, takes in the copies there and
- * removes unfinished ones; fills run on pool's threads. NULL with a message.
+ * What gridfs_spool_open checks of dir before it reads it, for -t: dir exists,
+ * is a directory, and the real user may create files in it. user names that
+ * user in the message (NULL: none named). 0, or -1 with a message.
+ */
+int gridfs_spool_check(const char *dir, const char *user, char *error, size_t error_size);
+
+/*
+ * Opens (creates nothing) the directory, as gridfs_spool_check checks it,
+ * takes in the copies there and removes unfinished ones; fills run on pool's
+ * threads. NULL with a message.
  */
 struct gridfs_spool *gridfs_spool_open(const char *dir, uint64_t max_bytes,
 				       struct lookup_pool *pool, unsigned max_fills, char *error,

@@ -353,6 +353,32 @@ stop: {
 }
 }
 
+struct spool_check {
+	const char *dir;
+	const char *user;
+};
+
+static int check_spool_as_user(const void *arg, char *error, size_t error_size)
+{
+	const struct spool_check *spool = arg;
+	return gridfs_spool_check(spool->dir, spool->user, error, error_size);
+}
+
+/*
+ * -t: the spool as start-up opens it, which is after the drop to --user: so as
+ * that user when there is one and musicd is root (else start-up fails anyway).
+ */
+static int check_spool(const struct config *config, const struct privileges *user, char *error,
+		       size_t error_size)
+{
+	if (config->gridfs_cache_dir == NULL)
+		return 0;
+	if (user == NULL || geteuid() != 0)
+		return gridfs_spool_check(config->gridfs_cache_dir, NULL, error, error_size);
+	struct spool_check spool = {config->gridfs_cache_dir, user->user};
+	return privileges_check_as(user, check_spool_as_user, &spool, error, error_size);
+}
+
 int main(int argc, char **argv)
 {
 	struct config config;
@@ -415,6 +441,8 @@ int main(int argc, char **argv)
 		/* As nginx -t: everything start-up checks, but no socket, no database, no file made. */
 		mongoc_log_set_handler(NULL, NULL); /* its parse errors come back in error */
 		if (log_files_check(&config, error, sizeof(error)) < 0 ||
+		    check_spool(&config, config.user != NULL ? &user : NULL, error,
+				sizeof(error)) < 0 ||
 		    lookup_check_uri(&config, error, sizeof(error)) < 0) {
 			status = fail(error);
 		} else {

@@ -9,11 +9,13 @@
 #include "privileges.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* getpwnam_r/getgrnam_r scratch space; NSS entries are small, and ERANGE is reported. */
@@ -122,4 +124,58 @@ failed: {
 				: "");
 	return -1;
 }
+}
+
+int privileges_check_as(const struct privileges *target,
+			int (*check)(const void *arg, char *error, size_t error_size),
+			const void *arg, char *error, size_t error_size)
+{
+	int message_pipe[2];
+	if (pipe2(message_pipe, O_CLOEXEC) < 0) {
+		snprintf(error, error_size, "--user %s: pipe: %s", target->user, strerror(errno));
+		return -1;
+	}
+	fflush(NULL); /* nothing buffered is written twice */
+	pid_t child = fork();
+	if (child < 0) {
+		snprintf(error, error_size, "--user %s: fork: %s", target->user, strerror(errno));
+		close(message_pipe[0]);
+		close(message_pipe[1]);
+		return -1;
+	}
+	if (child == 0) {
+		/* The message, or nothing; _exit: none of the parent's exit handlers run twice. */
+		close(message_pipe[0]);
+		char message[PRIVILEGES_MESSAGE_MAX];
+		int failed = privileges_drop(target, message, sizeof(message)) < 0 ||
+			     check(arg, message, sizeof(message)) < 0;
+		if (failed && write(message_pipe[1], message, strnlen(message, sizeof(message))) < 0)
+			_exit(1);
+		_exit(failed ? 1 : 0);
+	}
+	close(message_pipe[1]);
+	size_t length = 0; /* error_size > 0, as for every caller's message buffer */
+	while (length + 1 < error_size) {
+		ssize_t got = read(message_pipe[0], error + length, error_size - 1 - length);
+		if (got > 0)
+			length += (size_t)got;
+		else if (got == 0 || errno != EINTR)
+			break;
+	}
+	close(message_pipe[0]);
+	error[length] = '\0';
+	int status;
+	while (waitpid(child, &status, 0) < 0) {
+		if (errno != EINTR) {
+			snprintf(error, error_size, "--user %s: waitpid: %s", target->user,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (length == 0)
+		snprintf(error, error_size, "--user %s: the check as that user did not finish",
+			 target->user);
+	return -1;
 }

@@ -12,6 +12,8 @@
 #include <sys/types.h>
 
 #define PRIVILEGES_NAME_MAX 256
+/* The longest message privileges_check_as carries back from its child. */
+#define PRIVILEGES_MESSAGE_MAX 512
 
 struct privileges {
 	char user[PRIVILEGES_NAME_MAX]; /* for initgroups and the messages */
@@ -32,5 +34,17 @@ int privileges_resolve(const char *spec, struct privileges *out, char *error, si
  * with a message (not started as root, or root could be regained after all).
  */
 int privileges_drop(const struct privileges *target, char *error, size_t error_size);
+
+/*
+ * Runs check(arg, ...) as target, for -t's questions about what musicd may do
+ * once it has dropped to --user: in a child process that drops to target
+ * (privileges_drop) and then runs check, so permissions, groups and ACLs are
+ * the kernel's answer, while the caller stays who it was. For a
+ * single-threaded caller (the child looks names up after fork). Returns
+ * check's 0, or -1 with its message (or the drop's) in error.
+ */
+int privileges_check_as(const struct privileges *target,
+			int (*check)(const void *arg, char *error, size_t error_size),
+			const void *arg, char *error, size_t error_size);
 
 #endif

@@ -501,6 +501,31 @@ def test_check_config_finds_each_problem_in_one_message_with_exit_2(offline_musi
     assert "configuration ok" not in result.stdout
 
 
+@pytest.mark.parametrize("make, reason", [
+    (lambda path: None, "No such file or directory"),
+    (lambda path: path.write_text("not a directory\n"), "Not a directory"),
+], ids=["missing", "a-file"])
+def test_check_config_checks_the_gridfs_cache_dir_as_start_up_opens_it(offline_musicd, tmp_path,
+                                                                       make, reason):
+    spool = tmp_path / "spool"
+    make(spool)
+    port = free_port()
+    result = offline_musicd.run(["-t"] + check_config_args(tmp_path, port,
+                                                           "--gridfs-cache-dir", str(spool)))
+    assert_startup_error(result, f"gridfs-cache-dir {spool}: {reason}", port=port)
+    assert "configuration ok" not in result.stdout
+
+
+def test_check_config_accepts_a_gridfs_cache_dir_it_may_write(offline_musicd, tmp_path):
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    result = offline_musicd.run(["-t"] + check_config_args(tmp_path, free_port(),
+                                                           "--gridfs-cache-dir", str(spool)))
+    assert result.returncode == 0, result
+    assert result.stdout == "configuration ok\n"
+    assert list(spool.iterdir()) == []  # the check makes nothing there
+
+
 def test_check_config_reads_the_config_file_and_names_its_bad_line(offline_musicd, tmp_path):
     conf = tmp_path / "musicd.conf"
     conf.write_text("# a comment\nlookup-timeout = soon\n")

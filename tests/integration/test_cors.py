@@ -356,6 +356,32 @@ def test_the_shipped_offload_stack_keeps_musicds_cors_headers(musicd, library, f
     assert_actual_cors(missing, PAGE, vary=True)
 
 
+
+def test_the_shipped_offload_stacks_own_404_for_a_vanished_file_keeps_musicds_cors_headers(
+        musicd, library, frontends):
+    # musicd still has the file open (its open-file cache) and hands it to nginx, which finds
+    # nothing at the path any more and answers 404 itself (@missing_file): without the CORS
+    # headers a page's fetch() would see a network error instead of a readable 404.
+    server, nginx, _ = stack(
+        musicd, frontends, offload=True, media_root=library.root,
+        extra_args=["--x-accel-redirect", SHIPPED_ACCEL_PREFIX, "--cors-origin", PAGE,
+                    "--open-file-cache-valid", "3600"])
+    track = library.add(copy=True)
+    # Straight to musicd, so that only musicd (not nginx's own open_file_cache) holds it open.
+    first = request(server, "GET", track.url_path, PAGE)
+    assert first.status_code == 200 and "X-Accel-Redirect" in first.headers, first.headers
+    track.path.unlink()
+    for origin, allowed in ((PAGE, PAGE), (OTHER, None)):
+        resp = request(nginx, "GET", track.url_path, origin)
+        assert resp.status_code == 404 and resp.content == b"not found\n", resp.content
+        assert "no-store" in resp.headers["Cache-Control"]  # beside musicd's own (see below)
+        if allowed:
+            assert_actual_cors(resp, allowed, vary=True)
+        else:
+            assert "Access-Control-Allow-Origin" not in resp.headers
+            assert "Origin" in resp.headers["Vary"]
+    assert len(wait_track_requests(server, 3)) == 3  # each answer came through musicd
+
 # -- headless Chromium, the page on another origin --------------------------------------------
 
 PLAYER_PAGE = """<!doctype html>

@@ -185,3 +185,45 @@ def test_user_when_not_started_as_root_exits_2_with_one_message(musicd, open_dir
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "--user daemon" in lines[0] and "only root" in lines[0], result
     assert not port_accepts(port)
+
+
+# -- the GridFS spool is opened after the drop: -t and start-up check it as --user -------------
+
+def spool_in(open_dir, mode):
+    spool = open_dir / "spool"
+    spool.mkdir()
+    spool.chmod(mode)  # owned by root: with 0o755 the user may read it but not write it
+    return spool
+
+
+def test_check_config_refuses_a_spool_the_user_cannot_write(musicd, open_dir):
+    spool = spool_in(open_dir, 0o755)
+    port = free_port()
+    result = musicd.run(offline_args(open_dir, port) +
+                        ["--user", USER, "--gridfs-cache-dir", str(spool), "-t"])
+    assert result.returncode == 2, result
+    assert result.stderr == (f"musicd: gridfs-cache-dir {spool}: user {USER} cannot create "
+                             "files in it (Permission denied)\n"), result
+    assert "configuration ok" not in result.stdout
+    assert not port_accepts(port)
+
+
+def test_check_config_accepts_a_spool_the_user_can_write_and_stays_root(musicd, open_dir):
+    spool = spool_in(open_dir, 0o755)
+    os.chown(spool, pwd.getpwnam(USER).pw_uid, -1)
+    result = musicd.run(offline_args(open_dir, free_port()) +
+                        ["--user", USER, "--gridfs-cache-dir", str(spool), "-t"])
+    assert result.returncode == 0, result
+    assert result.stdout == "configuration ok\n"
+    assert list(spool.iterdir()) == []
+
+
+def test_start_up_refuses_a_spool_the_user_cannot_write(musicd, open_dir):
+    spool = spool_in(open_dir, 0o755)
+    port = free_port()
+    result = musicd.run(offline_args(open_dir, port) +
+                        ["--user", USER, "--gridfs-cache-dir", str(spool)])
+    assert result.returncode == 2, result
+    assert (f"musicd: gridfs-cache-dir {spool}: cannot create files in it (Permission denied)"
+            in result.stderr), result
+    assert not port_accepts(port)

@@ -119,12 +119,19 @@ static void assert_load_fails_with(struct fixture *f, char **argv, const char *m
 	assert_string_equal(f->error, message);
 }
 
+/* A repeatable setting's items are exactly expected, in order. */
+static void assert_items(char *const *items, size_t item_count, const char *const *expected,
+			 size_t count)
+{
+	assert_int_equal(item_count, count);
+	for (size_t i = 0; i < count; i++)
+		assert_string_equal(items[i], expected[i]);
+}
+
 static void assert_media_roots(const struct config *config, const char *const *expected,
 			       size_t count)
 {
-	assert_int_equal(config->media_root_count, count);
-	for (size_t i = 0; i < count; i++)
-		assert_string_equal(config->media_roots[i], expected[i]);
+	assert_items(config->media_roots, config->media_root_count, expected, count);
 }
 
 /* config_init */
@@ -395,14 +402,22 @@ static void test_set_media_root_appends_in_order(void **state)
 	assert_media_roots(&f->config, expected, 3);
 }
 
+/* Sets name count times, the i-th value "<prefix><i><suffix>", each accepted. */
+static void fill_list(struct fixture *f, const char *name, const char *prefix, const char *suffix,
+		      int count)
+{
+	for (int i = 0; i < count; i++) {
+		char value[64];
+		snprintf(value, sizeof(value), "%s%d%s", prefix, i, suffix);
+		if (set(f, name, value) != 0)
+			fail_msg("%s = %s: %s", name, value, f->error);
+	}
+}
+
 static void test_set_media_root_beyond_the_maximum_fails(void **state)
 {
 	struct fixture *f = *state;
-	for (int i = 0; i < CONFIG_MAX_MEDIA_ROOTS; i++) {
-		char root[32];
-		snprintf(root, sizeof(root), "/music/%d", i);
-		assert_int_equal(set(f, "media-root", root), 0);
-	}
+	fill_list(f, "media-root", "/music/", "", CONFIG_MAX_MEDIA_ROOTS);
 	assert_int_equal(set(f, "media-root", "/one-too-many"), -1);
 	assert_error_names(f->error, "media-root", "32");
 	assert_int_equal(f->config.media_root_count, CONFIG_MAX_MEDIA_ROOTS);
@@ -422,11 +437,7 @@ static void test_set_trusted_proxy_appends_in_order(void **state)
 static void test_set_trusted_proxy_beyond_the_maximum_fails(void **state)
 {
 	struct fixture *f = *state;
-	for (int i = 0; i < CONFIG_MAX_TRUSTED_PROXIES; i++) {
-		char proxy[32];
-		snprintf(proxy, sizeof(proxy), "10.0.0.%d", i);
-		assert_int_equal(set(f, "trusted-proxy", proxy), 0);
-	}
+	fill_list(f, "trusted-proxy", "10.0.0.", "", CONFIG_MAX_TRUSTED_PROXIES);
 	assert_int_equal(set(f, "trusted-proxy", "10.0.1.0"), -1);
 	assert_error_names(f->error, "trusted-proxy", "64");
 	assert_int_equal(f->config.trusted_proxy_count, CONFIG_MAX_TRUSTED_PROXIES);
@@ -1239,10 +1250,234 @@ static void test_load_check_config_still_refuses_a_bad_setting(void **state)
 	assert_non_null(strstr(f->error, "workers"));
 }
 
+/* -- --gridfs-cache-size: a 64-bit byte count, with binary suffixes -------------------------- */
+
+/* "<before>'<value>'<after>" in out: an expected message that quotes the value. */
+static const char *quoting(char out[CONFIG_ERROR_MAX], const char *before, const char *value,
+			   const char *after)
+{
+	snprintf(out, CONFIG_ERROR_MAX, "%s'%s'%s", before, value, after);
+	return out;
+}
+
+struct size_text {
+	const char *text;
+	uint64_t bytes;
+};
+
+/* Each text sets --gridfs-cache-size to its bytes. */
+static void assert_sizes(struct fixture *f, const struct size_text *sizes, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (set(f, "gridfs-cache-size", sizes[i].text) != 0)
+			fail_msg("gridfs-cache-size = %s: %s", sizes[i].text, f->error);
+		assert_true(f->config.gridfs_cache_size == sizes[i].bytes);
+	}
+}
+
+static void test_gridfs_cache_size_defaults_to_1_gib(void **state)
+{
+	struct fixture *f = *state;
+	assert_true(f->config.gridfs_cache_size == (uint64_t)1 << 30);
+}
+
+static void test_gridfs_cache_size_takes_bytes_from_0_to_2_to_the_62(void **state)
+{
+	struct fixture *f = *state;
+	const struct size_text sizes[] = {
+		{"0", 0},
+		{"4294967295", 4294967295u},
+		{"4294967296", (uint64_t)1 << 32},
+		{"5000000000000", 5000000000000u},
+		{"4611686018427387904", (uint64_t)1 << 62},
+	};
+	assert_sizes(f, sizes, sizeof(sizes) / sizeof(sizes[0]));
+	assert_true(CONFIG_MAX_GRIDFS_CACHE_SIZE == (uint64_t)1 << 62);
+}
+
+static void test_gridfs_cache_size_suffixes_are_powers_of_1024(void **state)
+{
+	struct fixture *f = *state;
+	const struct size_text sizes[] = {
+		{"0K", 0},
+		{"1K", 1024},
+		{"512M", (uint64_t)512 << 20},
+		{"8G", (uint64_t)8 << 30},
+		{"20T", (uint64_t)20 << 40},
+		{"4096P", (uint64_t)1 << 62},
+	};
+	assert_sizes(f, sizes, sizeof(sizes) / sizeof(sizes[0]));
+}
+
+static void test_gridfs_cache_size_past_2_to_the_62_or_malformed_fails_and_keeps_the_value(
+	void **state)
+{
+	struct fixture *f = *state;
+	const char *const values[] = {
+		"4611686018427387905", "4097P", "4194305T", "18446744073709551615",
+		"18446744073709551616", "99999999999999999999999", "-1", "+1", " 1", "1 ",
+		"1k", "1KB", "1KiB", "1E", "1.5G", "0x10", "G", "1GG",
+	};
+	assert_int_equal(set(f, "gridfs-cache-size", "8G"), 0);
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		char expected[CONFIG_ERROR_MAX];
+		assert_set_fails_with(f, "gridfs-cache-size", values[i],
+				      quoting(expected, "gridfs-cache-size: ", values[i],
+					      " is not a size from 0 to 4611686018427387904 bytes "
+					      "(digits, optionally followed by K, M, G, T or P)"));
+		assert_true(f->config.gridfs_cache_size == (uint64_t)8 << 30);
+	}
+}
+
+static void test_gridfs_cache_size_from_the_file_is_replaced_by_the_flag(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\ngridfs-cache-size = 6T\n");
+	assert_int_equal(load(f, NULL, ARGV("--config", path)), 0);
+	assert_true(f->config.gridfs_cache_size == (uint64_t)6 << 40);
+	assert_int_equal(load(f, NULL, ARGV("--config", path, "--gridfs-cache-size=5000000000")), 0);
+	assert_true(f->config.gridfs_cache_size == 5000000000u);
+}
+
+static void test_gridfs_cache_size_is_copied_whole(void **state)
+{
+	struct fixture *f = *state;
+	struct config copy;
+	assert_int_equal(set(f, "gridfs-cache-size", "4611686018427387904"), 0);
+	assert_int_equal(config_copy(&copy, &f->config), 0);
+	assert_true(copy.gridfs_cache_size == (uint64_t)1 << 62);
+	config_free(&copy);
+}
+
+/* -- --cors-origin: repeatable, or "*" or "off" alone; anything else refused by name ---------- */
+
+static void test_cors_origin_is_off_unless_given(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("--media-root", "/music")), 0);
+	assert_int_equal(f->config.cors_origin_count, 0);
+}
+
+static void test_cors_origin_flags_repeat_in_order(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL,
+			      ARGV("--media-root", "/music", "--cors-origin",
+				   "https://player.example.com", "--cors-origin=http://127.0.0.1:8000",
+				   "--cors-origin", "http://[::1]:8080")),
+			 0);
+	const char *const expected[] = {"https://player.example.com", "http://127.0.0.1:8000",
+					"http://[::1]:8080"};
+	assert_items(f->config.cors_origins, f->config.cors_origin_count, expected, 3);
+}
+
+static void test_cors_origin_flags_replace_the_file_list(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\n"
+					  "cors-origin = https://a.example\n"
+					  "cors-origin = https://b.example\n");
+	assert_int_equal(load(f, NULL, ARGV("--config", path)), 0);
+	assert_int_equal(f->config.cors_origin_count, 2);
+	assert_int_equal(load(f, NULL, ARGV("--config", path, "--cors-origin", "off")), 0);
+	assert_int_equal(f->config.cors_origin_count, 1);
+	assert_string_equal(f->config.cors_origins[0], "off");
+}
+
+static void test_cors_origin_star_and_off_are_accepted_alone(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL, ARGV("--media-root", "/music", "--cors-origin", "*")), 0);
+	assert_string_equal(f->config.cors_origins[0], "*");
+	assert_int_equal(load(f, NULL, ARGV("--media-root", "/music", "--cors-origin", "off")), 0);
+	assert_string_equal(f->config.cors_origins[0], "off");
+}
+
+static void test_cors_origin_star_or_off_beside_an_origin_fails(void **state)
+{
+	struct fixture *f = *state;
+	assert_load_fails_with(f,
+			       ARGV("--media-root", "/music", "--cors-origin", "https://a.example",
+				    "--cors-origin", "*"),
+			       "cors-origin: '*' cannot be combined with other origins");
+	assert_load_fails_with(f,
+			       ARGV("--media-root", "/music", "--cors-origin", "off",
+				    "--cors-origin", "https://a.example"),
+			       "cors-origin: 'off' cannot be combined with other origins");
+}
+
+static void test_cors_origin_that_is_not_an_origin_fails_naming_it(void **state)
+{
+	struct fixture *f = *state;
+	char *const bad[] = {
+		"https://player.example.com/", "https://player.example.com/app",
+		"player.example.com",	       "HTTPS://player.example.com",
+		"https://Player.example.com",  "https://player.example.com:0",
+		"https://player.example.com:65536", "https://user@player.example.com",
+		"null",			       "OFF",
+		"**",			       "https://*.example.com",
+		"http://.",		       "http://.example.com",
+		"http://a..example.com",      "http://example.com..",
+		"http://[1.2.3.4]",	       "http://[:]",
+		"http://[]",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char expected[CONFIG_ERROR_MAX];
+		assert_load_fails_with(f, ARGV("--media-root", "/music", "--cors-origin", bad[i]),
+				       quoting(expected, "cors-origin: ", bad[i],
+					       " is not an origin: give scheme://host[:port] in lower "
+					       "case as browsers send it (no path, no trailing slash), "
+					       "* or off"));
+	}
+}
+
+static void test_cors_origin_with_a_control_character_fails_without_echoing_it(void **state)
+{
+	struct fixture *f = *state;
+	char *path = write_config_file(f, "media-root = /music\n"
+					  "cors-origin = https://a.example\x01\n");
+	assert_int_equal(load(f, NULL, ARGV("--config", path)), -1);
+	assert_null(strchr(f->error, '\x01'));
+	assert_error_names(f->error, "cors-origin", "control character");
+}
+
+static void test_cors_origin_names_keep_a_single_trailing_dot(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load(f, NULL,
+			      ARGV("--media-root", "/music", "--cors-origin", "https://example.com.",
+				   "--cors-origin", "http://[::]:80")),
+			 0);
+	assert_int_equal(f->config.cors_origin_count, 2);
+}
+
+static void test_cors_origin_beyond_the_maximum_fails(void **state)
+{
+	struct fixture *f = *state;
+	fill_list(f, "cors-origin", "https://p", ".example", CONFIG_MAX_CORS_ORIGINS);
+	assert_set_fails_with(f, "cors-origin", "https://one-too-many.example",
+			      "cors-origin: given more than 32 times");
+}
+
 int main(void)
 {
 #define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
+		TEST(test_gridfs_cache_size_defaults_to_1_gib),
+		TEST(test_gridfs_cache_size_takes_bytes_from_0_to_2_to_the_62),
+		TEST(test_gridfs_cache_size_suffixes_are_powers_of_1024),
+		TEST(test_gridfs_cache_size_past_2_to_the_62_or_malformed_fails_and_keeps_the_value),
+		TEST(test_gridfs_cache_size_from_the_file_is_replaced_by_the_flag),
+		TEST(test_gridfs_cache_size_is_copied_whole),
+		TEST(test_cors_origin_is_off_unless_given),
+		TEST(test_cors_origin_flags_repeat_in_order),
+		TEST(test_cors_origin_flags_replace_the_file_list),
+		TEST(test_cors_origin_star_and_off_are_accepted_alone),
+		TEST(test_cors_origin_star_or_off_beside_an_origin_fails),
+		TEST(test_cors_origin_that_is_not_an_origin_fails_naming_it),
+		TEST(test_cors_origin_with_a_control_character_fails_without_echoing_it),
+		TEST(test_cors_origin_names_keep_a_single_trailing_dot),
+		TEST(test_cors_origin_beyond_the_maximum_fails),
 		TEST(test_load_check_config_asks_for_a_check_after_loading_everything),
 		TEST(test_load_check_config_still_refuses_a_bad_setting),
 		TEST(test_init_sets_every_default),

@@ -1,7 +1,9 @@
 /*
  * Unit tests for server/privileges.h: privileges_parse splits --user's
  * "USER" or "USER:GROUP" and refuses an empty part, a second ':' or a part
- * too long for its buffer.
+ * too long for its buffer; privileges_check_as runs a check in a child
+ * process as the target user (here the one running the test, so the drop is a
+ * no-op and the test needs no root) and carries its verdict and message back.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +12,11 @@
 
 #include <cmocka.h>
 
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "privileges.h"
 
@@ -73,6 +79,87 @@ static void test_a_name_longer_than_its_buffer_is_refused(void **state)
 			 -1);
 }
 
+/* The user running the test, as privileges_resolve would give it. */
+static struct privileges current_user(void)
+{
+	struct privileges self = {.uid = getuid(), .gid = getgid()};
+	struct passwd *entry = getpwuid(self.uid);
+	assert_non_null(entry);
+	snprintf(self.user, sizeof(self.user), "%s", entry->pw_name);
+	return self;
+}
+
+static int marker; /* set by checks: 0 in the test's own process shows they ran elsewhere */
+
+static int check_passes(const void *arg, char *error, size_t error_size)
+{
+	(void)error;
+	(void)error_size;
+	marker = 1;
+	return getpid() == *(const pid_t *)arg ? -1 : 0; /* fails if it ran in the caller */
+}
+
+static int check_fails(const void *arg, char *error, size_t error_size)
+{
+	marker = 1;
+	snprintf(error, error_size, "spool %s: not writable", (const char *)arg);
+	return -1;
+}
+
+static int check_dies(const void *arg, char *error, size_t error_size)
+{
+	(void)arg;
+	(void)error;
+	(void)error_size;
+	_exit(3);
+}
+
+static void test_check_as_runs_the_check_in_another_process(void **state)
+{
+	(void)state;
+	struct privileges self = current_user();
+	char error[PRIVILEGES_MESSAGE_MAX] = "";
+	pid_t caller = getpid();
+	marker = 0;
+	assert_int_equal(privileges_check_as(&self, check_passes, &caller, error, sizeof(error)),
+			 0);
+	assert_int_equal(marker, 0);
+}
+
+static void test_check_as_carries_the_checks_message_back(void **state)
+{
+	(void)state;
+	struct privileges self = current_user();
+	char error[PRIVILEGES_MESSAGE_MAX] = "";
+	marker = 0;
+	assert_int_equal(privileges_check_as(&self, check_fails, "/srv/spool", error, sizeof(error)),
+			 -1);
+	assert_string_equal(error, "spool /srv/spool: not writable");
+	assert_int_equal(marker, 0);
+}
+
+static void test_check_as_cuts_a_long_message_to_the_buffer(void **state)
+{
+	(void)state;
+	struct privileges self = current_user();
+	char error[16];
+	assert_int_equal(privileges_check_as(&self, check_fails, "/srv/spool", error, sizeof(error)),
+			 -1);
+	assert_string_equal(error, "spool /srv/spoo");
+}
+
+static void test_check_as_says_so_when_the_check_ends_without_a_verdict(void **state)
+{
+	(void)state;
+	struct privileges self = current_user();
+	char error[PRIVILEGES_MESSAGE_MAX] = "";
+	assert_int_equal(privileges_check_as(&self, check_dies, NULL, error, sizeof(error)), -1);
+	char expected[PRIVILEGES_MESSAGE_MAX + 64];
+	snprintf(expected, sizeof(expected), "--user %s: the check as that user did not finish",
+		 self.user);
+	assert_string_equal(error, expected);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -81,6 +168,10 @@ int main(void)
 		cmocka_unit_test(test_an_empty_user_or_group_is_refused),
 		cmocka_unit_test(test_a_second_colon_is_refused),
 		cmocka_unit_test(test_a_name_longer_than_its_buffer_is_refused),
+		cmocka_unit_test(test_check_as_runs_the_check_in_another_process),
+		cmocka_unit_test(test_check_as_carries_the_checks_message_back),
+		cmocka_unit_test(test_check_as_cuts_a_long_message_to_the_buffer),
+		cmocka_unit_test(test_check_as_says_so_when_the_check_ends_without_a_verdict),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
