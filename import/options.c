@@ -220,10 +220,8 @@ int import_options_load(struct import_options *out, int argc, char *const *argv,
 	if (*action == IMPORT_VERSION)
 		return 0;
 
-	if (env_mongodb_uri != NULL && env_mongodb_uri[0] != '\0' &&
-	    config_set(&out->config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
-		return -1;
-	if (config_path != NULL && config_load_file(&out->config, config_path, error, error_size) < 0)
+	if (config_load_under_flags(&out->config, env_mongodb_uri, config_path, error,
+				    error_size) < 0)
 		return -1;
 
 	/* Second pass: the shared flags, over the file. */

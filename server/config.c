@@ -688,6 +688,17 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 	return 0;
 }
 
+int config_load_under_flags(struct config *config, const char *env_mongodb_uri,
+			    const char *config_path, char *error, size_t error_size)
+{
+	if (env_mongodb_uri != NULL && env_mongodb_uri[0] != '\0' &&
+	    config_set(config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
+		return -1;
+	if (config_path != NULL && config_load_file(config, config_path, error, error_size) < 0)
+		return -1;
+	return 0;
+}
+
 int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
 		enum config_action *action, char *error, size_t error_size)
 {
@@ -714,11 +725,7 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 	if (*action == CONFIG_ACTION_VERSION)
 		return 0;
 
-	if (env_mongodb_uri != NULL && env_mongodb_uri[0] != '\0' &&
-	    config_set(config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
-		return -1;
-
-	if (config_path != NULL && config_load_file(config, config_path, error, error_size) < 0)
+	if (config_load_under_flags(config, env_mongodb_uri, config_path, error, error_size) < 0)
 		return -1;
 
 	/* Second pass: flags override the file; a list on the command line replaces the file's. */
