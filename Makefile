@@ -39,14 +39,15 @@ build/asan/musicd: $(SERVER_SRCS:server/%.c=$(ASAN_OBJ)/%.o)
 $(ASAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(ASAN_OBJ)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
-# musicd-import: import/*.c plus the server modules it shares (config, content types, containment).
+# musicd-import: import/*.c plus the server modules it shares (config and the flags reader,
+# content types, containment).
 IMPORT_PKGS := libmongoc-1.0 taglib_c
 # -Iimport first: TagLib's include directory has an id3v2.h of its own.
 IMPORT_CFLAGS := -Iimport $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null)
 IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null)
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
-IMPORT_SHARED := $(addprefix server/,config.c cors.c head.c log.c proxy_trust.c content_type.c containment.c)
+IMPORT_SHARED := $(addprefix server/,config.c flags.c cors.c head.c log.c proxy_trust.c content_type.c containment.c)
 IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
 IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) \
 	$(IMPORT_SHARED:server/%.c=$(ASAN_OBJ)/%.o)
@@ -95,7 +96,7 @@ $(TSAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(TSAN_OBJ
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,range.c cond.c validators.c proxy_trust.c route.c objectid.c \
-	containment.c content_type.c offload.c config.c cors.c disposition.c log.c multipart.c framing.c head.c)
+	containment.c content_type.c offload.c config.c flags.c cors.c disposition.c log.c multipart.c framing.c head.c)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)

@@ -99,29 +99,43 @@ char *escape_for_terminal(const char *bytes, size_t length)
 	return out;
 }
 
-char *escape_for_json(const char *text)
+/* Writes the escaped form of byte c at out; returns its length (at most ESCAPE_MAX_PER_BYTE). */
+typedef size_t byte_escaper(unsigned char c, char *out);
+
+/* text with every byte replaced by what escape_byte writes for it. */
+static char *escape_each_byte(const char *text, byte_escaper *escape_byte)
 {
 	size_t length = strlen(text);
 	char *out = malloc(length * ESCAPE_MAX_PER_BYTE + 1);
 	if (out == NULL)
 		return NULL;
 	char *cursor = out;
-	for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\') {
-			*cursor++ = '\\';
-			*cursor++ = (char)*p;
-		} else if (*p == '\n') {
-			cursor += sprintf(cursor, "\\n");
-		} else if (*p == '\t') {
-			cursor += sprintf(cursor, "\\t");
-		} else if (*p < 0x20 || *p == 0x7F) {
-			cursor += sprintf(cursor, "\\u%04x", *p);
-		} else {
-			*cursor++ = (char)*p;
-		}
-	}
+	for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++)
+		cursor += escape_byte(*p, cursor);
 	*cursor = '\0';
 	return out;
+}
+
+static size_t json_byte(unsigned char c, char *out)
+{
+	if (c == '"' || c == '\\') {
+		out[0] = '\\';
+		out[1] = (char)c;
+		return 2;
+	}
+	if (c == '\n')
+		return (size_t)sprintf(out, "\\n");
+	if (c == '\t')
+		return (size_t)sprintf(out, "\\t");
+	if (c < 0x20 || c == 0x7F)
+		return (size_t)sprintf(out, "\\u%04x", c);
+	out[0] = (char)c;
+	return 1;
+}
+
+char *escape_for_json(const char *text)
+{
+	return escape_each_byte(text, json_byte);
 }
 
 static bool url_unreserved(unsigned char c)
@@ -130,19 +144,16 @@ static bool url_unreserved(unsigned char c)
 	       c == '-' || c == '.' || c == '_' || c == '~';
 }
 
+static size_t url_byte(unsigned char c, char *out)
+{
+	if (url_unreserved(c)) {
+		out[0] = (char)c;
+		return 1;
+	}
+	return (size_t)sprintf(out, "%%%02X", c);
+}
+
 char *escape_for_url(const char *text)
 {
-	size_t length = strlen(text);
-	char *out = malloc(length * ESCAPE_MAX_PER_BYTE + 1);
-	if (out == NULL)
-		return NULL;
-	char *cursor = out;
-	for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
-		if (url_unreserved(*p))
-			*cursor++ = (char)*p;
-		else
-			cursor += sprintf(cursor, "%%%02X", *p);
-	}
-	*cursor = '\0';
-	return out;
+	return escape_each_byte(text, url_byte);
 }

@@ -1,14 +1,15 @@
 /*
- * options: one table of musicd-import's flags drives parsing and --help. A
- * SHARED flag is handed to config_set under its own name, so its checks and
- * messages are musicd's; --config goes through config_load_file.
+ * options: one table of musicd-import's flags drives parsing and --help. Each
+ * flag is read by server/flags.c, as musicd's are; a SHARED flag is handed to
+ * config_set under its own name, so its checks and messages are musicd's;
+ * --config goes through config_load_file.
  */
 #include "options.h"
 
 #include "document.h"
+#include "flags.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,17 +53,6 @@ static const struct option_spec options[] = {
 
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
 
-static void set_error(char *error, size_t error_size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_error(char *error, size_t error_size, const char *fmt, ...)
-{
-	va_list args;
-	va_start(args, fmt);
-	vsnprintf(error, error_size, fmt, args);
-	va_end(args);
-}
-
 void import_options_init(struct import_options *options_out)
 {
 	memset(options_out, 0, sizeof(*options_out));
@@ -76,11 +66,14 @@ void import_options_free(struct import_options *options_out)
 	memset(options_out, 0, sizeof(*options_out));
 }
 
-static const struct option_spec *find_option(const char *name, size_t length)
+/* A flags_lookup over the table: a flag without a value name takes none. */
+static const void *find_option(const char *name, size_t length, enum flags_value *value)
 {
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
-		if (strlen(options[i].name) == length && strncmp(options[i].name, name, length) == 0)
+		if (flags_name_is(name, length, options[i].name)) {
+			*value = options[i].value_name ? FLAGS_VALUE_REQUIRED : FLAGS_VALUE_NONE;
 			return &options[i];
+		}
 	}
 	return NULL;
 }
@@ -92,62 +85,39 @@ struct argument {
 	bool help, version;
 };
 
+/* A flag and its value (flags.c), whose value may not be empty: config_set would refuse it. */
+static int next_flag(int argc, char *const *argv, int *index, struct argument *argument,
+		     char *error, size_t error_size)
+{
+	struct flags_flag flag;
+	if (flags_read(argc, argv, index, find_option, &flag, error, error_size) < 0)
+		return -1;
+	argument->option = flag.option;
+	argument->value = flag.value;
+	if (argument->value != NULL && argument->value[0] == '\0') {
+		snprintf(error, error_size, "--%s: empty value", argument->option->name);
+		return -1;
+	}
+	return 0;
+}
+
 /* Reads argv[*index] (and its value), advancing *index; "--" makes the rest DIRs. */
 static int next_argument(int argc, char *const *argv, int *index, bool *only_dirs,
 			 struct argument *argument, char *error, size_t error_size)
 {
-	const char *arg = argv[(*index)++];
+	const char *arg = argv[*index];
 	memset(argument, 0, sizeof(*argument));
-	if (*only_dirs || strncmp(arg, "-", 1) != 0 || strcmp(arg, "-") == 0) {
+	if (*only_dirs || strncmp(arg, "-", 1) != 0 || strcmp(arg, "-") == 0)
 		argument->value = arg;
-		return 0;
-	}
-	if (strcmp(arg, "--") == 0) {
+	else if (strcmp(arg, "--") == 0)
 		*only_dirs = true;
-		argument->value = NULL;
-		return 0;
-	}
-	if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+	else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
 		argument->help = true;
-		return 0;
-	}
-	if (strcmp(arg, "--version") == 0) {
+	else if (strcmp(arg, "--version") == 0)
 		argument->version = true;
-		return 0;
-	}
-	if (strncmp(arg, "--", 2) != 0) {
-		set_error(error, error_size, "unknown option '%s' (see --help)", arg);
-		return -1;
-	}
-	const char *name = arg + 2;
-	const char *equals = strchr(name, '=');
-	size_t length = equals ? (size_t)(equals - name) : strlen(name);
-	argument->option = find_option(name, length);
-	if (argument->option == NULL) {
-		set_error(error, error_size, "unknown option '--%.*s' (see --help)", (int)length,
-			  name);
-		return -1;
-	}
-	if (argument->option->value_name == NULL) {
-		if (equals != NULL) {
-			set_error(error, error_size, "option '--%s' takes no value",
-				  argument->option->name);
-			return -1;
-		}
-		return 0;
-	}
-	if (equals != NULL) {
-		argument->value = equals + 1;
-	} else if (*index < argc) {
-		argument->value = argv[(*index)++];
-	} else {
-		set_error(error, error_size, "option '--%s' needs a value", argument->option->name);
-		return -1;
-	}
-	if (argument->value[0] == '\0') {
-		set_error(error, error_size, "--%s: empty value", argument->option->name);
-		return -1;
-	}
+	else
+		return next_flag(argc, argv, index, argument, error, error_size);
+	(*index)++;
 	return 0;
 }
 
@@ -175,8 +145,8 @@ static int apply_own(struct import_options *out, const struct argument *argument
 		return 0;
 	case OPTION_JOBS:
 		if (parse_jobs(argument->value, &out->jobs) < 0) {
-			set_error(error, error_size, "--jobs: '%s' is not a number from 1 to %d",
-				  argument->value, IMPORT_MAX_JOBS);
+			snprintf(error, error_size, "--jobs: '%s' is not a number from 1 to %d",
+				 argument->value, IMPORT_MAX_JOBS);
 			return -1;
 		}
 		return 0;
@@ -186,7 +156,7 @@ static int apply_own(struct import_options *out, const struct argument *argument
 			length--;
 		free(out->print_urls);
 		if ((out->print_urls = strndup(argument->value, length)) == NULL) {
-			set_error(error, error_size, "--print-urls: out of memory");
+			snprintf(error, error_size, "--print-urls: out of memory");
 			return -1;
 		}
 		return 0;
@@ -204,7 +174,7 @@ static int apply_shared(struct import_options *out, const struct argument *argum
 	char reason[CONFIG_ERROR_MAX];
 	if (config_set(&out->config, argument->option->name, argument->value, reason,
 		       sizeof(reason)) < 0) {
-		set_error(error, error_size, "--%s", reason);
+		snprintf(error, error_size, "--%s", reason);
 		return -1;
 	}
 	return 0;
@@ -235,8 +205,8 @@ int import_options_load(struct import_options *out, int argc, char *const *argv,
 			if (argument.value == NULL)
 				continue; /* "--" */
 			if (out->dir_count == IMPORT_MAX_DIRS) {
-				set_error(error, error_size, "more than %d directories given",
-					  IMPORT_MAX_DIRS);
+				snprintf(error, error_size, "more than %d directories given",
+					 IMPORT_MAX_DIRS);
 				return -1;
 			}
 			out->dirs[out->dir_count++] = argument.value;
@@ -250,10 +220,8 @@ int import_options_load(struct import_options *out, int argc, char *const *argv,
 	if (*action == IMPORT_VERSION)
 		return 0;
 
-	if (env_mongodb_uri != NULL && env_mongodb_uri[0] != '\0' &&
-	    config_set(&out->config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
-		return -1;
-	if (config_path != NULL && config_load_file(&out->config, config_path, error, error_size) < 0)
+	if (config_load_under_flags(&out->config, env_mongodb_uri, config_path, error,
+				    error_size) < 0)
 		return -1;
 
 	/* Second pass: the shared flags, over the file. */
@@ -266,13 +234,13 @@ int import_options_load(struct import_options *out, int argc, char *const *argv,
 	}
 
 	if (out->dir_count == 0) {
-		set_error(error, error_size, "no directory given: musicd-import [options] DIR...");
+		snprintf(error, error_size, "no directory given: musicd-import [options] DIR...");
 		return -1;
 	}
 	if (document_field_is_reserved(out->config.path_field)) {
-		set_error(error, error_size,
-			  "--path-field: '%s' is a field musicd-import writes itself; choose another",
-			  out->config.path_field);
+		snprintf(error, error_size,
+			 "--path-field: '%s' is a field musicd-import writes itself; choose another",
+			 out->config.path_field);
 		return -1;
 	}
 	return 0;

@@ -3,7 +3,8 @@
  * --mongodb-uri, --database, --collection, --path-field) are musicd's own,
  * applied by server/config.c in musicd's order (defaults < $MONGODB_URI <
  * the config file < flags), so both programs read one config file alike;
- * the flags that only importing has are parsed here.
+ * every flag is read by server/flags.c, as musicd's are, and the flags that
+ * only importing has are applied here.
  */
 #ifndef MUSICD_IMPORT_OPTIONS_H
 #define MUSICD_IMPORT_OPTIONS_H

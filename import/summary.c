@@ -1,5 +1,7 @@
 /*
- * summary: the three formatters, one snprintf each, checked for truncation.
+ * summary: the formatters, one snprintf each, checked for truncation. The text
+ * and the JSON summary are one format call whose two format strings take the
+ * same arguments in the same order (the compiler checks both against them).
  */
 #include "summary.h"
 
@@ -10,24 +12,28 @@ static int checked(int written, size_t size)
 	return written < 0 || (size_t)written >= size ? -1 : 0;
 }
 
+static int format_summary(const struct summary *s, bool json, char *out, size_t size)
+{
+	const char *dry_run = json ? (s->dry_run ? "true" : "false")
+				   : (s->dry_run ? " (dry run: nothing written)" : "");
+	return checked(snprintf(out, size,
+				json ? "{\"added\":%zu,\"updated\":%zu,\"unchanged\":%zu,\"pruned\":%zu,"
+				       "\"skipped\":%zu,\"seconds\":%.3f,\"dry_run\":%s}"
+				     : "%zu added, %zu updated, %zu unchanged, %zu pruned, %zu skipped "
+				       "in %.2f s%s",
+				s->added, s->updated, s->unchanged, s->pruned, s->skipped,
+				s->seconds, dry_run),
+		       size);
+}
+
 int summary_format_text(const struct summary *s, char *out, size_t size)
 {
-	return checked(snprintf(out, size,
-				"%zu added, %zu updated, %zu unchanged, %zu pruned, %zu skipped in "
-				"%.2f s%s",
-				s->added, s->updated, s->unchanged, s->pruned, s->skipped,
-				s->seconds, s->dry_run ? " (dry run: nothing written)" : ""),
-		       size);
+	return format_summary(s, false, out, size);
 }
 
 int summary_format_json(const struct summary *s, char *out, size_t size)
 {
-	return checked(snprintf(out, size,
-				"{\"added\":%zu,\"updated\":%zu,\"unchanged\":%zu,\"pruned\":%zu,"
-				"\"skipped\":%zu,\"seconds\":%.3f,\"dry_run\":%s}",
-				s->added, s->updated, s->unchanged, s->pruned, s->skipped,
-				s->seconds, s->dry_run ? "true" : "false"),
-		       size);
+	return format_summary(s, true, out, size);
 }
 
 int summary_format_progress(size_t done, size_t found, double seconds, char *out, size_t size)

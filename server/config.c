@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "cors.h"
+#include "flags.h"
 #include "head.h"
 #include "proxy_trust.h"
 #include "range.h"
@@ -214,13 +215,23 @@ static void set_error(char *error, size_t error_size, const char *fmt, ...)
 	va_end(args);
 }
 
-static const struct option_spec *find_option(const char *name)
+/* A flags_lookup over the table; a switch's value is optional (a bare --x-sendfile means on). */
+static const void *find_flag(const char *name, size_t length, enum flags_value *value)
 {
 	for (size_t i = 0; i < OPTION_COUNT; i++) {
-		if (strcmp(options[i].name, name) == 0)
+		if (flags_name_is(name, length, options[i].name)) {
+			*value = options[i].kind == OPTION_SWITCH ? FLAGS_VALUE_OPTIONAL
+								 : FLAGS_VALUE_REQUIRED;
 			return &options[i];
+		}
 	}
 	return NULL;
+}
+
+static const struct option_spec *find_option(const char *name)
+{
+	enum flags_value value;
+	return find_flag(name, strlen(name), &value);
 }
 
 static int replace_string(char **field, const char *value)
@@ -568,84 +579,57 @@ int config_load_file(struct config *config, const char *path, char *error, size_
 	return parsed;
 }
 
-/* One flag from argv: "--name value" or "--name=value". */
+/* One flag from argv: a setting's (flags.c reads it), or one of the words outside the table. */
 struct flag {
-	const char *name;
-	size_t name_length;
-	const char *value; /* NULL for --help and --version */
-	const struct option_spec *option;
+	const char *name;		  /* the setting's, or "help", "version", "check-config" */
+	const char *value;		  /* NULL for the words */
+	const struct option_spec *option; /* NULL for the words */
 };
 
 /*
  * Reads argv[*index] (and its value) into flag, advancing *index. Returns 0,
- * or -1 with a message. Knows --help, -h and --version, which take no value.
+ * or -1 with a message. Knows --help, -h, --version, --check-config and -t,
+ * which take no value.
  */
 static int next_flag(int argc, char *const *argv, int *index, struct flag *flag, char *error,
 		     size_t error_size)
 {
 	const char *arg = argv[*index];
-	(*index)++;
-	if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-		*flag = (struct flag){"help", 4, NULL, NULL};
-		return 0;
-	}
-	if (strcmp(arg, "-t") == 0 || strcmp(arg, "--check-config") == 0) {
-		*flag = (struct flag){"check-config", 12, NULL, NULL};
-		return 0;
-	}
-	if (strcmp(arg, "--version") == 0) {
-		*flag = (struct flag){"version", 7, NULL, NULL};
+	const char *word = NULL;
+	if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
+		word = "help";
+	else if (strcmp(arg, "-t") == 0 || strcmp(arg, "--check-config") == 0)
+		word = "check-config";
+	else if (strcmp(arg, "--version") == 0)
+		word = "version";
+	if (word != NULL) {
+		*flag = (struct flag){word, NULL, NULL};
+		(*index)++;
 		return 0;
 	}
 	if (strncmp(arg, "--", 2) != 0) {
 		set_error(error, error_size, "unexpected argument '%s' (options start with --)", arg);
 		return -1;
 	}
-	const char *name = arg + 2;
-	const char *equals = strchr(name, '=');
-	flag->name = name;
-	flag->name_length = equals ? (size_t)(equals - name) : strlen(name);
-
-	char name_copy[64];
-	if (flag->name_length >= sizeof(name_copy)) {
-		set_error(error, error_size, "unknown option '%s'", arg);
+	struct flags_flag read;
+	if (flags_read(argc, argv, index, find_flag, &read, error, error_size) < 0)
 		return -1;
-	}
-	memcpy(name_copy, name, flag->name_length);
-	name_copy[flag->name_length] = '\0';
-	flag->option = find_option(name_copy);
-	if (flag->option == NULL) {
-		set_error(error, error_size, "unknown option '--%s' (see --help)", name_copy);
-		return -1;
-	}
-	if (equals != NULL) {
-		flag->value = equals + 1;
-	} else if (flag->option->kind == OPTION_SWITCH) {
-		flag->value = "on";
-	} else if (*index < argc) {
-		flag->value = argv[*index];
-		(*index)++;
-	} else {
-		set_error(error, error_size, "option '--%s' needs a value", name_copy);
-		return -1;
-	}
+	const struct option_spec *option = read.option;
+	*flag = (struct flag){option->name, read.value != NULL ? read.value : "on", option};
 	return 0;
 }
 
 static bool flag_is(const struct flag *flag, const char *name)
 {
-	return flag->name_length == strlen(name) && strncmp(flag->name, name, flag->name_length) == 0;
+	return strcmp(flag->name, name) == 0;
 }
 
 /* Applies a flag through config_set, whose messages name settings the way flags do. */
 static int apply_flag(struct config *config, const struct flag *flag, char *error,
 		      size_t error_size)
 {
-	char name[64];
-	memcpy(name, flag->name, flag->name_length);
-	name[flag->name_length] = '\0';
 	char reason[CONFIG_ERROR_MAX];
-	if (config_set(config, name, flag->value, reason, sizeof(reason)) < 0) {
+	if (config_set(config, flag->name, flag->value, reason, sizeof(reason)) < 0) {
 		set_error(error, error_size, "--%s", reason);
 		return -1;
 	}
@@ -746,6 +730,17 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 	return 0;
 }
 
+int config_load_under_flags(struct config *config, const char *env_mongodb_uri,
+			    const char *config_path, char *error, size_t error_size)
+{
+	if (env_mongodb_uri != NULL && env_mongodb_uri[0] != '\0' &&
+	    config_set(config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
+		return -1;
+	if (config_path != NULL && config_load_file(config, config_path, error, error_size) < 0)
+		return -1;
+	return 0;
+}
+
 int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
 		enum config_action *action, char *error, size_t error_size)
 {
@@ -772,11 +767,7 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 	if (*action == CONFIG_ACTION_VERSION)
 		return 0;
 
-	if (env_mongodb_uri != NULL && env_mongodb_uri[0] != '\0' &&
-	    config_set(config, "mongodb-uri", env_mongodb_uri, error, error_size) < 0)
-		return -1;
-
-	if (config_path != NULL && config_load_file(config, config_path, error, error_size) < 0)
+	if (config_load_under_flags(config, env_mongodb_uri, config_path, error, error_size) < 0)
 		return -1;
 
 	/* Second pass: flags override the file; a list on the command line replaces the file's. */

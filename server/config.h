@@ -132,6 +132,14 @@ int config_parse_listen(const char *text, char *host, size_t host_size, uint16_t
 int config_validate(const struct config *config, char *error, size_t error_size);
 
 /*
+ * What lies under the flags, in musicd's order: env_mongodb_uri (NULL or
+ * empty: none), then the config file at config_path (NULL: none). config_load
+ * applies it between its two passes over the flags, musicd-import too.
+ */
+int config_load_under_flags(struct config *config, const char *env_mongodb_uri,
+			    const char *config_path, char *error, size_t error_size);
+
+/*
  * The whole start-up sequence: defaults, env_mongodb_uri (may be NULL), the
  * file named by --config, then the flags. Reads the config file; nothing else.
  * Returns 0 with *action set, or -1 with a one-line message in error.
