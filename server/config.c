@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define CONFIG_FILE_MAX (1024 * 1024)
 #define CONFIG_LINE_MAX 4096
@@ -661,8 +662,34 @@ static int check_header_value(const char *setting, const char *value, char *erro
 	return 0;
 }
 
+/*
+ * Whether sockets bound to hosts a and b on one port take each other's
+ * connections: the same address, or a wildcard that covers the other
+ * ("::" covers every address, "0.0.0.0" every IPv4 one). Names are compared
+ * as written.
+ */
+static bool listen_hosts_overlap(const char *a, const char *b)
+{
+	if (strcasecmp(a, b) == 0 || strcmp(a, "::") == 0 || strcmp(b, "::") == 0)
+		return true;
+	if (strcmp(a, "0.0.0.0") == 0)
+		return strchr(b, ':') == NULL;
+	if (strcmp(b, "0.0.0.0") == 0)
+		return strchr(a, ':') == NULL;
+	return false;
+}
+
 int config_validate(const struct config *config, char *error, size_t error_size)
 {
+	if (config->metrics_host != NULL && config->metrics_port == config->listen_port &&
+	    listen_hosts_overlap(config->metrics_host, config->listen_host)) {
+		/* Both are SO_REUSEPORT sockets: the kernel would hand tracks' clients to /metrics. */
+		set_error(error, error_size,
+			  "metrics-listen: port %u on that address is where musicd serves tracks "
+			  "(listen); give the metrics a port of their own",
+			  (unsigned)config->metrics_port);
+		return -1;
+	}
 	if (config->media_root_count == 0) {
 		set_error(error, error_size,
 			  "no media root: give at least one --media-root DIR (or media-root in the "

@@ -1,5 +1,6 @@
 """Small helpers shared by the integration harness: paths, timeouts, ports, bounded waits."""
 
+import collections
 import ctypes
 import errno
 import os
@@ -26,11 +27,22 @@ def scaled(seconds):
     return seconds * TIMEOUT_SCALE
 
 
+_handed_out = collections.deque(maxlen=256)  # the ports free_port gave most recently
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on right now, and not one of the last 256 it
+    gave: the kernel can hand the same free port to two binds in a row, and a test that starts
+    musicd (its port and its metrics port), nginx and Varnish asks for several before any of
+    them listens. (Two SO_REUSEPORT listeners of one user on one port share its connections.)"""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            break
+    _handed_out.append(port)
+    return port
 
 
 def wait_until(predicate, timeout, interval=0.05, message="condition"):

@@ -22,7 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import httpraw
 from assertions import assert_error
-from support import (SYS_PIDFD_GETFD, _libc, free_port, listening_sockets, scaled, wait_until)
+from support import (SYS_PIDFD_GETFD, _libc, free_port, listening_sockets, port_accepts, scaled,
+                     wait_until)
 
 TIMEOUT = scaled(10)
 CONTENT_TYPE = "text/plain; version=0.0.4"
@@ -416,6 +417,22 @@ def test_a_metrics_address_in_use_is_refused_at_start(musicd, tmp_path):
     assert result.returncode == 2, result
     assert f"metrics-listen: cannot bind 127.0.0.1 port {port}: address already in use" in \
         result.stderr
+
+
+@pytest.mark.parametrize("metrics_host", ["127.0.0.1", "0.0.0.0"])
+def test_metrics_on_the_port_tracks_are_served_on_is_refused_at_start(musicd, tmp_path,
+                                                                      metrics_host):
+    # (fails before the check: both listeners took the port with SO_REUSEPORT, and the kernel
+    # handed some of the tracks' clients to the metrics listener, which answered them 404.)
+    port = free_port()
+    for check in ([], ["-t"]):
+        result = musicd.run([*check, "--listen", f"127.0.0.1:{port}", "--media-root", tmp_path,
+                             "--metrics-listen", f"{metrics_host}:{port}"])
+        assert result.returncode == 2, result
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert lines == [f"musicd: metrics-listen: port {port} on that address is where musicd "
+                         "serves tracks (listen); give the metrics a port of their own"], lines
+        assert not port_accepts(port)
 
 
 def test_a_bad_metrics_address_is_refused_with_one_message(musicd, tmp_path):

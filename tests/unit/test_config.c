@@ -819,6 +819,55 @@ static void test_validate_without_media_root_fails(void **state)
 	assert_validate_fails_with(f, NO_MEDIA_ROOT_MESSAGE);
 }
 
+#define METRICS_ON_THE_TRACK_PORT                                                                 \
+	"metrics-listen: port 23001 on that address is where musicd serves tracks (listen); give " \
+	"the metrics a port of their own"
+
+static void test_validate_refuses_metrics_on_the_listen_address_and_port(void **state)
+{
+	/* Both SO_REUSEPORT: the kernel would spread the tracks' clients over /metrics too. */
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	assert_int_equal(set(f, "listen", "127.0.0.1:23001"), 0);
+	assert_int_equal(set(f, "metrics-listen", "127.0.0.1:23001"), 0);
+	assert_validate_fails_with(f, METRICS_ON_THE_TRACK_PORT);
+}
+
+static void test_validate_refuses_metrics_where_a_wildcard_covers_the_other(void **state)
+{
+	static const char *const pairs[][2] = {
+		{"0.0.0.0:23001", "127.0.0.1:23001"}, {"127.0.0.1:23001", "0.0.0.0:23001"},
+		{"[::]:23001", "127.0.0.1:23001"},   {"[::1]:23001", "[::]:23001"},
+		{"[::1]:23001", "[::1]:23001"},
+	};
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		assert_int_equal(set(f, "listen", pairs[i][0]), 0);
+		assert_int_equal(set(f, "metrics-listen", pairs[i][1]), 0);
+		assert_validate_fails_with(f, METRICS_ON_THE_TRACK_PORT);
+	}
+}
+
+static void test_validate_accepts_metrics_on_another_port_or_address(void **state)
+{
+	static const char *const pairs[][2] = {
+		{"127.0.0.1:23001", "127.0.0.1:23002"}, /* the defaults */
+		{"127.0.0.1:23001", "127.0.0.2:23001"},
+		{"0.0.0.0:23001", "[::1]:23001"}, /* an IPv4 wildcard leaves IPv6 alone */
+	};
+	struct fixture *f = *state;
+	assert_int_equal(set(f, "media-root", "/music"), 0);
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		assert_int_equal(set(f, "listen", pairs[i][0]), 0);
+		assert_int_equal(set(f, "metrics-listen", pairs[i][1]), 0);
+		assert_int_equal(validate(f), 0);
+	}
+	assert_int_equal(set(f, "listen", "127.0.0.1:23001"), 0);
+	assert_int_equal(set(f, "metrics-listen", "off"), 0);
+	assert_int_equal(validate(f), 0);
+}
+
 static void test_validate_accepts_one_redirect_prefix_per_media_root(void **state)
 {
 	struct fixture *f = *state;
@@ -1463,6 +1512,9 @@ int main(void)
 {
 #define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
+		TEST(test_validate_refuses_metrics_on_the_listen_address_and_port),
+		TEST(test_validate_refuses_metrics_where_a_wildcard_covers_the_other),
+		TEST(test_validate_accepts_metrics_on_another_port_or_address),
 		TEST(test_gridfs_cache_size_defaults_to_1_gib),
 		TEST(test_gridfs_cache_size_takes_bytes_from_0_to_2_to_the_62),
 		TEST(test_gridfs_cache_size_suffixes_are_powers_of_1024),
