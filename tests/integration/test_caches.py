@@ -391,11 +391,9 @@ def test_lookups_beyond_the_bound_get_503_at_once(musicd, library, db_proxy):
                for t in tracks[:2]]
     for t in threads:
         t.start()
-    # The two lookups have reached the database (so they are queued or running in musicd).
-    sent = db_proxy.proxy.bytes_to_server
-    wait_until(lambda: db_proxy.proxy.bytes_to_server > sent and
-               len(stalled) == 0, scaled(2), message="two lookups sent to the database")
-    time.sleep(0.2)
+    # The two lookups are in musicd's bound (queued or waiting for the stalled database).
+    wait_until(lambda: server.metric("musicd_lookups_in_flight") == 2 and len(stalled) == 0,
+               scaled(5), message="two lookups in flight")
     third = get(server, tracks[2])
     assert_error(third.response, 503)
     assert third.response.header("Retry-After")
