@@ -101,19 +101,6 @@ static struct lru_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
 	return lru_shard_for(cache->shards, LOOKUP_CACHE_SHARDS, hash);
 }
 
-enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
-					  char *path_out, size_t path_size)
-{
-	return lookup_cache_get_track(cache, mid, path_out, path_size, NULL, NULL);
-}
-
-enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, const char *mid,
-						 char *path_out, size_t path_size,
-						 char etag_out[ETAG_MAX])
-{
-	return lookup_cache_get_track(cache, mid, path_out, path_size, etag_out, NULL);
-}
-
 static void copy_gridfs_out(const struct cached_gridfs *cached, struct gridfs_file *out)
 {
 	strcpy(out->id, cached->id);

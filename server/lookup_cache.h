@@ -35,21 +35,12 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 				      unsigned negative_ttl_seconds);
 void lookup_cache_free(struct lookup_cache *cache);
 
-/* HIT copies the path into path_out (truncated paths count as a miss); a GridFS entry is a miss. */
-enum lookup_cache_result lookup_cache_get(struct lookup_cache *cache, const char *mid,
-					  char *path_out, size_t path_size);
-
 /* Remembers mid -> path (path NULL: no such document) until its TTL passes. */
 void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path);
 
 /* As lookup_cache_put, with the document's ETag (quoted; NULL or "": none) kept beside the path. */
 void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
 			     const char *etag);
-
-/* As lookup_cache_get; a HIT also copies the document's ETag ("" for none) into etag_out. */
-enum lookup_cache_result lookup_cache_get_tagged(struct lookup_cache *cache, const char *mid,
-						 char *path_out, size_t path_size,
-						 char etag_out[ETAG_MAX]);
 
 /*
  * Remembers mid -> file (a GridFS track) until the TTL of found paths passes;
@@ -59,8 +50,11 @@ void lookup_cache_put_gridfs(struct lookup_cache *cache, const char *mid,
 			     const struct gridfs_file *file);
 
 /*
- * As lookup_cache_get_tagged, and a GridFS entry answers LOOKUP_CACHE_GRIDFS
- * with its file copied into gridfs_out (path_out and etag_out untouched).
+ * HIT copies the path into path_out (a path that does not fit counts as a
+ * miss) and, when etag_out is not NULL, the document's ETag ("" for none).
+ * A GridFS entry answers LOOKUP_CACHE_GRIDFS with its file copied into
+ * gridfs_out (path_out and etag_out untouched), or MISS when gridfs_out is
+ * NULL. NEGATIVE: no such document.
  */
 enum lookup_cache_result lookup_cache_get_track(struct lookup_cache *cache, const char *mid,
 						char *path_out, size_t path_size,

@@ -94,6 +94,20 @@ static enum lookup_cache_result wait_for_change(struct lookup_cache *cache, cons
 	}
 }
 
+/* lookup_cache_get_track for a path alone (a GridFS entry misses). */
+static enum lookup_cache_result get_path(struct lookup_cache *cache, const char *mid,
+					 char *path_out, size_t path_size)
+{
+	return lookup_cache_get_track(cache, mid, path_out, path_size, NULL, NULL);
+}
+
+/* lookup_cache_get_track for a path and its ETag. */
+static enum lookup_cache_result get_tagged(struct lookup_cache *cache, const char *mid,
+					   char *path_out, size_t path_size, char etag_out[ETAG_MAX])
+{
+	return lookup_cache_get_track(cache, mid, path_out, path_size, etag_out, NULL);
+}
+
 static struct lookup_cache *new_cache(size_t max_entries, unsigned ttl, unsigned negative_ttl)
 {
 	struct lookup_cache *cache = lookup_cache_new(max_entries, ttl, negative_ttl);
@@ -106,7 +120,7 @@ static void test_get_on_an_empty_cache_misses(void **state)
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
 	lookup_cache_free(cache);
 }
 
@@ -117,11 +131,11 @@ static void test_put_then_get_hits_and_copies_the_path(void **state)
 	char path[PATH_SIZE];
 	memset(path, 'X', sizeof(path));
 	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, PATH);
 	/* And again: a hit does not use the entry up. */
 	memset(path, 'X', sizeof(path));
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, PATH);
 	lookup_cache_free(cache);
 }
@@ -135,17 +149,17 @@ static void test_a_tagged_entry_gives_back_the_path_and_the_document_etag(void *
 	char path[PATH_SIZE], etag[ETAG_MAX];
 	lookup_cache_put_tagged(cache, MID, PATH, DOCUMENT_ETAG);
 	lookup_cache_put_tagged(cache, OTHER_MID, OTHER_PATH, "");
-	assert_int_equal(lookup_cache_get_tagged(cache, MID, path, sizeof(path), etag),
+	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag),
 			 LOOKUP_CACHE_HIT);
 	assert_string_equal(path, PATH);
 	assert_string_equal(etag, DOCUMENT_ETAG);
 	memset(etag, 'X', sizeof(etag));
-	assert_int_equal(lookup_cache_get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
+	assert_int_equal(get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
 			 LOOKUP_CACHE_HIT);
 	assert_string_equal(etag, "");
 	/* A later put of the same id replaces the ETag with the path. */
 	lookup_cache_put(cache, MID, OTHER_PATH);
-	assert_int_equal(lookup_cache_get_tagged(cache, MID, path, sizeof(path), etag),
+	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag),
 			 LOOKUP_CACHE_HIT);
 	assert_string_equal(path, OTHER_PATH);
 	assert_string_equal(etag, "");
@@ -158,12 +172,12 @@ static void test_a_negative_entry_keeps_no_etag_and_an_overlong_one_is_not_kept(
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE], etag[ETAG_MAX], overlong[ETAG_MAX + 1];
 	lookup_cache_put_tagged(cache, MID, NULL, DOCUMENT_ETAG);
-	assert_int_equal(lookup_cache_get_tagged(cache, MID, path, sizeof(path), etag),
+	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag),
 			 LOOKUP_CACHE_NEGATIVE);
 	memset(overlong, 'a', sizeof(overlong) - 1);
 	overlong[sizeof(overlong) - 1] = '\0';
 	lookup_cache_put_tagged(cache, OTHER_MID, PATH, overlong);
-	assert_int_equal(lookup_cache_get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
+	assert_int_equal(get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
 			 LOOKUP_CACHE_MISS);
 	lookup_cache_free(cache);
 }
@@ -176,7 +190,7 @@ static void test_put_keeps_its_own_copy_of_the_path(void **state)
 	char path[PATH_SIZE];
 	lookup_cache_put(cache, MID, given);
 	memset(given, 'Y', sizeof(given) - 1);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, PATH);
 	lookup_cache_free(cache);
 }
@@ -188,11 +202,11 @@ static void test_distinct_mids_keep_their_own_paths(void **state)
 	char path[PATH_SIZE];
 	lookup_cache_put(cache, MID, PATH);
 	lookup_cache_put(cache, OTHER_MID, OTHER_PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, PATH);
-	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, OTHER_PATH);
-	assert_int_equal(lookup_cache_get(cache, "65f0c0ffee0000000000abcf", path, sizeof(path)),
+	assert_int_equal(get_path(cache, "65f0c0ffee0000000000abcf", path, sizeof(path)),
 			 LOOKUP_CACHE_MISS);
 	lookup_cache_free(cache);
 }
@@ -203,8 +217,8 @@ static void test_negative_entry_answers_negative(void **state)
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
 	lookup_cache_put(cache, MID, NULL);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
-	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
 	lookup_cache_free(cache);
 }
 
@@ -215,10 +229,10 @@ static void test_negative_ttl_zero_keeps_no_negative_entry(void **state)
 	char path[PATH_SIZE];
 	lookup_cache_put(cache, MID, NULL);
 	assert_int_equal(lookup_cache_stats(cache).entries, 0);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
 	/* Paths are still kept. */
 	lookup_cache_put(cache, OTHER_MID, PATH);
-	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	lookup_cache_free(cache);
 }
 
@@ -229,8 +243,8 @@ static void check_disabled(size_t max_entries, unsigned ttl, unsigned negative_t
 	char path[PATH_SIZE];
 	lookup_cache_put(cache, MID, PATH);
 	lookup_cache_put(cache, OTHER_MID, NULL);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
-	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
 	struct cache_stats stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.entries, 0);
 	assert_int_equal(stats.hits, 0);
@@ -255,7 +269,7 @@ static enum lookup_cache_result get_into(struct lookup_cache *cache, const char 
 {
 	char *out = malloc(size ? size : 1);
 	assert_non_null(out);
-	enum lookup_cache_result result = lookup_cache_get(cache, mid, out, size);
+	enum lookup_cache_result result = get_path(cache, mid, out, size);
 	if (result == LOOKUP_CACHE_HIT)
 		snprintf(copy, copy_size, "%s", out);
 	free(out);
@@ -286,7 +300,7 @@ static void test_put_replaces_the_path_of_an_existing_entry(void **state)
 	char path[PATH_SIZE];
 	lookup_cache_put(cache, MID, PATH);
 	lookup_cache_put(cache, MID, OTHER_PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, OTHER_PATH);
 	struct cache_stats stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.entries, 1);
@@ -301,10 +315,10 @@ static void test_put_replaces_a_negative_entry_and_is_replaced_by_one(void **sta
 	char path[PATH_SIZE];
 	lookup_cache_put(cache, MID, NULL);
 	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, PATH);
 	lookup_cache_put(cache, MID, NULL);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
 	assert_int_equal(lookup_cache_stats(cache).entries, 1);
 	lookup_cache_free(cache);
 }
@@ -328,7 +342,7 @@ static void test_entry_hits_until_its_ttl_passes_then_misses(void **state)
 	char path[PATH_SIZE];
 	int64_t put_at = wait_for_next_second();
 	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	int64_t missed_at;
 	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_HIT, &missed_at),
 			 LOOKUP_CACHE_MISS);
@@ -336,7 +350,7 @@ static void test_entry_hits_until_its_ttl_passes_then_misses(void **state)
 	assert_true(cache_now_seconds() - put_at >= 1);
 	assert_true(missed_at - put_at <= 1);
 	/* Once expired it stays gone. */
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
 	lookup_cache_free(cache);
 }
 
@@ -354,14 +368,14 @@ static void test_new_ttls_apply_to_entries_already_kept(void **state)
 	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_HIT, &missed_at),
 			 LOOKUP_CACHE_MISS);
 	assert_true(missed_at - put_at <= 1);
-	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
 	/* A TTL of 0 turns the cache off; a longer one turns it back on. */
 	lookup_cache_set_ttl(cache, 0, NEGATIVE_TTL);
 	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
 	lookup_cache_set_ttl(cache, TTL, NEGATIVE_TTL);
 	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	lookup_cache_free(cache);
 }
 
@@ -373,14 +387,14 @@ static void test_negative_entry_expires_after_the_negative_ttl(void **state)
 	int64_t put_at = wait_for_next_second();
 	lookup_cache_put(cache, MID, NULL);
 	lookup_cache_put(cache, OTHER_MID, PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
 	int64_t missed_at;
 	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_NEGATIVE, &missed_at),
 			 LOOKUP_CACHE_MISS);
 	assert_true(cache_now_seconds() - put_at >= 1);
 	assert_true(missed_at - put_at <= 1);
 	/* The path put at the same moment lives by the longer TTL. */
-	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, PATH);
 	lookup_cache_free(cache);
 }
@@ -401,14 +415,14 @@ static void test_entries_are_bounded_and_the_newest_is_kept(void **state)
 	assert_int_equal(stats.entries, MAX);
 	assert_int_equal(stats.evictions + stats.entries, PUTS);
 	mid_of(mid, PUTS - 1);
-	assert_int_equal(lookup_cache_get(cache, mid, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mid, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	snprintf(expected, sizeof(expected), "/music/%u.mp3", PUTS - 1);
 	assert_string_equal(path, expected);
 	/* Exactly MAX of the mids still hit, each with its own path. */
 	unsigned hits = 0;
 	for (unsigned i = 0; i < PUTS; i++) {
 		mid_of(mid, i);
-		if (lookup_cache_get(cache, mid, path, sizeof(path)) == LOOKUP_CACHE_HIT) {
+		if (get_path(cache, mid, path, sizeof(path)) == LOOKUP_CACHE_HIT) {
 			snprintf(expected, sizeof(expected), "/music/%u.mp3", i);
 			assert_string_equal(path, expected);
 			hits++;
@@ -464,12 +478,12 @@ static void test_full_shard_evicts_its_least_recently_used_entry(void **state)
 	lookup_cache_put(cache, mids[0], "/music/0.mp3");
 	lookup_cache_put(cache, mids[1], "/music/1.mp3");
 	/* A hit makes the first the most recently used: the second goes. */
-	assert_int_equal(lookup_cache_get(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_HIT);
 	lookup_cache_put(cache, mids[2], "/music/2.mp3");
-	assert_int_equal(lookup_cache_get(cache, mids[1], path, sizeof(path)), LOOKUP_CACHE_MISS);
-	assert_int_equal(lookup_cache_get(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mids[1], path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, "/music/0.mp3");
-	assert_int_equal(lookup_cache_get(cache, mids[2], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mids[2], path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, "/music/2.mp3");
 	assert_int_equal(lookup_cache_stats(cache).evictions, 1);
 	lookup_cache_free(cache);
@@ -484,9 +498,9 @@ static void test_full_shard_without_hits_evicts_the_oldest_put(void **state)
 	lookup_cache_put(cache, mids[0], "/music/0.mp3");
 	lookup_cache_put(cache, mids[1], "/music/1.mp3");
 	lookup_cache_put(cache, mids[2], "/music/2.mp3");
-	assert_int_equal(lookup_cache_get(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_MISS);
-	assert_int_equal(lookup_cache_get(cache, mids[1], path, sizeof(path)), LOOKUP_CACHE_HIT);
-	assert_int_equal(lookup_cache_get(cache, mids[2], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, mids[1], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mids[2], path, sizeof(path)), LOOKUP_CACHE_HIT);
 	lookup_cache_free(cache);
 }
 
@@ -543,17 +557,17 @@ static void test_stats_count_hits_and_misses_exactly(void **state)
 	assert_int_equal(stats.evictions, 0);
 	assert_int_equal(stats.entries, 0);
 
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
 	lookup_cache_put(cache, MID, PATH);
 	lookup_cache_put(cache, OTHER_MID, OTHER_PATH);
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)),
+		assert_int_equal(get_path(cache, MID, path, sizeof(path)),
 				 LOOKUP_CACHE_HIT);
 	}
-	assert_int_equal(lookup_cache_get(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
-	assert_int_equal(lookup_cache_get(cache, "65f0c0ffee0000000000ffff", path, sizeof(path)),
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, "65f0c0ffee0000000000ffff", path, sizeof(path)),
 			 LOOKUP_CACHE_MISS);
-	assert_int_equal(lookup_cache_get(cache, MID, path, 4), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, 4), LOOKUP_CACHE_MISS);
 
 	stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.hits, 4);
@@ -672,8 +686,8 @@ static void test_path_only_gets_miss_a_gridfs_entry_they_cannot_hold(void **stat
 	struct gridfs_file file = gridfs_file_of(4), got;
 	char path[PATH_SIZE], etag[ETAG_MAX];
 	lookup_cache_put_gridfs(cache, MID, &file);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
-	assert_int_equal(lookup_cache_get_tagged(cache, MID, path, sizeof(path), etag),
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag),
 			 LOOKUP_CACHE_MISS);
 	assert_int_equal(lookup_cache_get_track(cache, MID, path, sizeof(path), etag, NULL),
 			 LOOKUP_CACHE_MISS);
@@ -715,7 +729,7 @@ static void test_puts_replace_a_gridfs_entry_and_are_replaced_by_one(void **stat
 	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
 	assert_same_file(&got, &second);
 	lookup_cache_put(cache, MID, OTHER_PATH);
-	assert_int_equal(lookup_cache_get(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
 	assert_string_equal(path, OTHER_PATH);
 	lookup_cache_put_gridfs(cache, MID, &first);
 	lookup_cache_put(cache, MID, NULL);
