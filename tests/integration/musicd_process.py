@@ -13,7 +13,6 @@ import resource
 import signal
 import subprocess
 import time
-import urllib.request
 
 from support import (REPO, SANITIZED, SANITIZER_ENV, free_port, listening_sockets, listens_on,
                      port_accepts, read_text, sanitizer_errors, scaled, tcp_table, wait_until)
@@ -90,8 +89,9 @@ class Musicd:
 
     def wait_all_workers(self, timeout=30.0):
         """Wait for the line musicd logs once every worker has started. wait_ready returns as
-        soon as the first worker accepts; the others open their listeners after it (256 of
-        them under ASan on a slow machine take seconds)."""
+        soon as the port accepts, which is when the first of the workers' listening sockets
+        listens: the others are still being opened, and the workers started, after it (256 of
+        them under ASan take seconds)."""
         self.wait_for_stderr(" workers, ", timeout)
 
     def send_signal(self, sig):
@@ -201,16 +201,6 @@ class Musicd:
                 if inode in table:
                     result[fd] = table[inode]
         return result
-
-    def metric(self, name):
-        """The value of the unlabelled sample name on musicd's own /metrics (its metrics port)."""
-        assert self.metrics_port is not None, "this musicd has no metrics listener of the tests'"
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
-                                    timeout=10) as answer:
-            text = answer.read().decode()
-        found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
-        assert found, f"no {name} in /metrics:\n{text}"
-        return float(found.group(1))
 
     def listening_fds(self):
         """fds of the sockets listening on musicd's port (each socket asked, not /proc/net/tcp)."""

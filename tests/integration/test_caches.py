@@ -15,6 +15,7 @@ from assertions import assert_error, assert_file_response, http_date
 from media import Library
 from pacing import concurrent_gets, timed_get
 from support import scaled, wait_until
+from test_metrics import scrape
 
 TIMEOUT = scaled(10)
 FILE_VALID = 1              # --open-file-cache-valid in these tests, seconds
@@ -392,7 +393,7 @@ def test_lookups_beyond_the_bound_get_503_at_once(musicd, library, db_proxy):
     for t in threads:
         t.start()
     # The two lookups are in musicd's bound (queued or waiting for the stalled database).
-    wait_until(lambda: server.metric("musicd_lookups_in_flight") == 2 and len(stalled) == 0,
+    wait_until(lambda: scrape(server).value("musicd_lookups_in_flight") == 2 and not stalled,
                scaled(5), message="two lookups in flight")
     third = get(server, tracks[2])
     assert_error(third.response, 503)

@@ -356,7 +356,6 @@ def test_the_shipped_offload_stack_keeps_musicds_cors_headers(musicd, library, f
     assert_actual_cors(missing, PAGE, vary=True)
 
 
-
 def test_the_shipped_offload_stacks_own_404_for_a_vanished_file_keeps_musicds_cors_headers(
         musicd, library, frontends):
     # musicd still has the file open (its open-file cache) and hands it to nginx, which finds
@@ -381,6 +380,7 @@ def test_the_shipped_offload_stacks_own_404_for_a_vanished_file_keeps_musicds_co
             assert "Access-Control-Allow-Origin" not in resp.headers
             assert "Origin" in resp.headers["Vary"]
     assert len(wait_track_requests(server, 3)) == 3  # each answer came through musicd
+
 
 # -- headless Chromium, the page on another origin --------------------------------------------
 
