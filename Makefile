@@ -2,7 +2,8 @@
 #   make        build build/musicd and build/musicd-import
 #   make test   install what is missing, build, run every test (the include-graph check, unit,
 #               fuzz, integration, and integration again under ASan/UBSan)
-#   make layers server/'s include graph: no cycle, event2/http_struct.h only in exchange.c
+#   make layers server/'s include graph: layers only include layers below them, no cycle,
+#               event2/http_struct.h in one module of wire/
 #   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
 #   make install / make uninstall   (GNU conventions: PREFIX, DESTDIR, bindir, sbindir, ...; below)
 CC       ?= cc
@@ -15,9 +16,11 @@ CFLAGS   ?= -O2 -g
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 VERSION  := $(shell cat VERSION)
 
-SERVER_SRCS := $(wildcard server/*.c)
+# server/ is one folder per layer (server/README.md); a module is server/LAYER/NAME.c + .h.
+SERVER_SRCS := $(wildcard server/*/*.c)
+SERVER_HDRS := $(wildcard server/*/*.h)
 # Everything but main.c: the library that unit tests link against.
-LIB_SRCS := $(filter-out server/main.c,$(SERVER_SRCS))
+LIB_SRCS := $(filter-out server/ops/main.c,$(SERVER_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
 OBJ      := build/obj
@@ -28,7 +31,8 @@ all: build/musicd build/musicd-import
 build/musicd: $(SERVER_SRCS:server/%.c=$(OBJ)/%.o)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
 
-$(OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(OBJ)
+$(OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
+	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 asan: build/asan/musicd build/asan/musicd-import
@@ -36,7 +40,8 @@ asan: build/asan/musicd build/asan/musicd-import
 build/asan/musicd: $(SERVER_SRCS:server/%.c=$(ASAN_OBJ)/%.o)
 	$(CC) $(SAN_FLAGS) -pthread -o $@ $^ $(PKG_LIBS)
 
-$(ASAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(ASAN_OBJ)
+$(ASAN_OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
+	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 # musicd-import: import/*.c plus the server modules it shares (config and the flags reader,
@@ -47,7 +52,8 @@ IMPORT_CFLAGS := -Iimport $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null
 IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null)
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
-IMPORT_SHARED := $(addprefix server/,config.c flags.c cors.c head.c log.c proxy_trust.c content_type.c containment.c)
+IMPORT_SHARED := $(addprefix server/,config/config.c base/flags.c http/cors.c http/head.c base/log.c \
+	http/proxy_trust.c http/content_type.c media/containment.c)
 IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
 IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) \
 	$(IMPORT_SHARED:server/%.c=$(ASAN_OBJ)/%.o)
@@ -58,10 +64,10 @@ build/musicd-import: $(IMPORT_OBJS)
 build/asan/musicd-import: $(ASAN_OBJ)/import/main.o $(IMPORT_ASAN_LIB_OBJS)
 	$(CC) $(SAN_FLAGS) -pthread -o $@ $^ $(IMPORT_LIBS)
 
-$(OBJ)/import/%.o: import/%.c $(wildcard import/*.h server/*.h) VERSION Makefile | $(OBJ)/import
+$(OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION Makefile | $(OBJ)/import
 	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
-$(ASAN_OBJ)/import/%.o: import/%.c $(wildcard import/*.h server/*.h) VERSION Makefile | $(ASAN_OBJ)/import
+$(ASAN_OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION Makefile | $(ASAN_OBJ)/import
 	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 $(OBJ)/import $(ASAN_OBJ)/import:
@@ -89,14 +95,17 @@ unit-build: $(TSAN_BINS)
 build/tests/%_tsan: tests/unit/%.c $(LIB_SRCS:server/%.c=$(TSAN_OBJ)/%.o) | build/tests
 	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
-$(TSAN_OBJ)/%.o: server/%.c $(wildcard server/*.h) VERSION Makefile | $(TSAN_OBJ)
+$(TSAN_OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
+	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 # Fuzz targets (libFuzzer, clang) call the pure modules directly.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
-PURE_SRCS := $(addprefix server/,range.c cond.c validators.c proxy_trust.c route.c objectid.c \
-	containment.c content_type.c offload.c config.c flags.c cors.c disposition.c log.c multipart.c framing.c head.c)
+PURE_SRCS := $(addprefix server/,http/range.c http/cond.c http/etag.c http/http_date.c http/proxy_trust.c \
+	http/route.c http/objectid.c media/containment.c http/content_type.c http/offload.c \
+	config/config.c base/flags.c http/cors.c http/disposition.c base/log.c http/multipart.c \
+	http/framing.c http/head.c)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)
@@ -106,7 +115,7 @@ IMPORT_FUZZ_SRCS := $(addprefix import/,id3v2.c vorbis_comment.c ogg.c mpeg.c es
 build/fuzz/fuzz_import_tags: tests/fuzz/fuzz_import_tags.c $(IMPORT_FUZZ_SRCS) $(wildcard import/*.h) | build/fuzz
 	clang $(FUZZ_FLAGS) -Iimport -o $@ $< $(IMPORT_FUZZ_SRCS)
 
-build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(wildcard server/*.h) | build/fuzz
+build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(SERVER_HDRS) | build/fuzz
 	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS)
 
 fuzz: fuzz-build

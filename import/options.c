@@ -1,13 +1,13 @@
 /*
  * options: one table of musicd-import's flags drives parsing and --help. Each
- * flag is read by server/flags.c, as musicd's are; a SHARED flag is handed to
+ * flag is read by server/base/flags.c, as musicd's are; a SHARED flag is handed to
  * config_set under its own name, so its checks and messages are musicd's;
  * --config goes through config_load_file.
  */
 #include "options.h"
 
 #include "document.h"
-#include "flags.h"
+#include "base/flags.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /*
  * options: musicd-import's command line. The database settings (--config,
  * --mongodb-uri, --database, --collection, --path-field) are musicd's own,
- * applied by server/config.c in musicd's order (defaults < $MONGODB_URI <
+ * applied by server/config/config.c in musicd's order (defaults < $MONGODB_URI <
  * the config file < flags), so both programs read one config file alike;
- * every flag is read by server/flags.c, as musicd's are, and the flags that
+ * every flag is read by server/base/flags.c, as musicd's are, and the flags that
  * only importing has are applied here.
  */
 #ifndef MUSICD_IMPORT_OPTIONS_H
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "config/config.h"
 
 #define IMPORT_MAX_JOBS 256
 #define IMPORT_MAX_DIRS CONFIG_MAX_MEDIA_ROOTS

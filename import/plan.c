@@ -1,10 +1,10 @@
 /*
- * plan: classify and prune rules. Containment is server/containment.c's, the
+ * plan: classify and prune rules. Containment is server/media/containment.c's, the
  * same rule musicd uses to keep files inside its media roots.
  */
 #include "plan.h"
 
-#include "containment.h"
+#include "media/containment.h"
 
 enum plan_action plan_classify(const struct known_entry *known, int64_t size, int64_t mtime_ms,
 			       bool want_hash)

@@ -5,7 +5,7 @@
  */
 #include "rawtags.h"
 
-#include "content_type.h"
+#include "http/content_type.h"
 #include "id3v2.h"
 #include "mpeg.h"
 #include "ogg.h"

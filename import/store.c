@@ -6,7 +6,7 @@
  */
 #include "store.h"
 
-#include "containment.h"
+#include "media/containment.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include <mongoc/mongoc.h>
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "document.h"
 #include "known.h"
 

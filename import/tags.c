@@ -14,7 +14,7 @@
 #include <strings.h>
 #include <tag_c.h>
 
-/* The extensions musicd serves as audio (server/content_type.c) that TagLib 1.13 reads. */
+/* The extensions musicd serves as audio (server/http/content_type.c) that TagLib 1.13 reads. */
 static const char *const supported[] = {"mp3", "m4a", "mp4", "ogg", "oga", "opus", "flac", "wav"};
 
 void tags_init(void)

@@ -6,8 +6,8 @@
  */
 #include "walk.h"
 
-#include "containment.h"
-#include "content_type.h"
+#include "media/containment.h"
+#include "http/content_type.h"
 #include "escape.h"
 
 #include <dirent.h>

@@ -26,7 +26,7 @@ struct walk {
 	size_t count, capacity;
 };
 
-/* Whether name's extension is one musicd serves as audio (server/content_type.c). */
+/* Whether name's extension is one musicd serves as audio (server/http/content_type.c). */
 int walk_is_audio_name(const char *name);
 
 /*

@@ -1,12 +1,19 @@
 #!/usr/bin/python3
-"""Checks the include graph of server/ (docs: ../README.md, issue 8's layers).
+"""Checks the layering of server/ (server/README.md has the layers and why).
 
-A module is x.c with x.h (either may be missing: main.c, service.h). Module A depends on module B
-when x.c or x.h of A has `#include "B.h"`. Two checks:
-  1. the graph is acyclic: every cycle breaks the layering, where each module depends only on
-     those below it; each strongly connected group is printed with one cycle through it and the
-     include lines that make it;
-  2. only exchange.c includes <event2/http_struct.h> (evhttp's private structures).
+server/ holds one folder per layer; a module is LAYER/NAME.c with LAYER/NAME.h (either may be
+missing: ops/main.c, respond/service.h). RANKS below is the rank table: a module may include
+modules of its own folder and of folders of a lower rank, never of a higher one ("up") nor of
+another folder of the same rank ("sideways": media, db and wire know nothing of each other).
+The checks:
+  1. every .c and .h sits in a folder of the rank table;
+  2. every include of a server header names its folder ("http/range.h", not "range.h"), so the
+     direction of each include can be read off the include line itself;
+  3. no include goes up or sideways across folders;
+  4. the include graph is acyclic (within a folder too): each strongly connected group is
+     printed with one cycle through it and the include lines that make it;
+  5. only PRIVATE_OWNER includes <event2/http_struct.h> (evhttp's private structures);
+  6. only MONOTONIC_OWNER reads the monotonic clock (clock_gettime(CLOCK_MONOTONIC...)).
 Prints one line per problem, then "layers: N passed, N failed" (N checks) as its last line, and
 exits 1 if a check failed, 2 if the directory holds no module.
     tests/check_layers.py [DIR]     (default: server/ next to tests/)
@@ -17,31 +24,93 @@ import pathlib
 import re
 import sys
 
+# Lower ranks are the layers below. Folders of one rank are siblings: none includes another.
+RANKS = {
+    "base": 0,     # log, clock, lru, flags, metrics counters: no HTTP, no database
+    "http": 1,     # pure HTTP decisions: targets, ranges, conditionals, heads, dates
+    "config": 2,   # options, their sources and checks, the settings snapshots
+    "media": 3,    # files below the media roots, and their cache
+    "db": 3,       # MongoDB: the thread pool, findById, GridFS, the lookup cache
+    "wire": 3,     # connections and requests on the wire (evhttp), listeners
+    "respond": 4,  # handlers, body sources and the one answer path
+    "ops": 5,      # start-up, workers, reload, signals, privileges, systemd
+}
+PRIVATE_OWNER = "wire/exchange.c"
+MONOTONIC_OWNER = "base/clock.c"
+
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 PRIVATE = re.compile(r'^\s*#\s*include\s*[<"]event2/http_struct\.h[>"]')
-PRIVATE_OWNER = "exchange.c"
+MONOTONIC = re.compile(r"\bclock_gettime\s*\(\s*CLOCK_MONOTONIC")
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
-def read_tree(root):
-    """{module: [(file name, line number, included module)]} and [(file, line)] of each
-    include of event2/http_struct.h."""
+class Tree:
+    def __init__(self, root):
+        self.root = root
+        self.files = sorted(p for p in root.rglob("*") if p.suffix in (".c", ".h") and p.is_file())
+        self.modules = {self.module_of(p) for p in self.files}
+        self.by_name = collections.defaultdict(set)  # NAME -> {LAYER/NAME}
+        for module in self.modules:
+            self.by_name[module.rsplit("/", 1)[-1]].add(module)
+
+    def relative(self, path):
+        return path.relative_to(self.root).as_posix()
+
+    def module_of(self, path):
+        return self.relative(path.with_suffix(""))
+
+
+def folder_of(module):
+    return module.split("/", 1)[0] if "/" in module else ""
+
+
+def read_includes(tree):
+    """{module: [(file, line number, included module)]}, and the problems of checks 1, 2, 5, 6."""
     edges = collections.defaultdict(list)
-    private = []
-    files = sorted(p for p in root.iterdir() if p.suffix in (".c", ".h") and p.is_file())
-    modules = {p.stem for p in files}
-    for path in files:
-        edges[path.stem]  # every module is a node, even one that includes nothing
-        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-            if PRIVATE.match(line) and path.name != PRIVATE_OWNER:
-                private.append((path.name, number))
+    misplaced, unqualified, private, monotonic = [], [], [], []
+    for path in tree.files:
+        module = tree.module_of(path)
+        name = tree.relative(path)
+        edges[module]  # every module is a node, even one that includes nothing
+        if folder_of(module) not in RANKS or module.count("/") != 1:
+            misplaced.append(name)
+        text = path.read_text(errors="replace")
+        if name != MONOTONIC_OWNER and MONOTONIC.search(COMMENT.sub("", text)):
+            monotonic.append(name)
+        for number, line in enumerate(text.splitlines(), 1):
+            if PRIVATE.match(line) and name != PRIVATE_OWNER:
+                private.append((name, number))
             match = INCLUDE.match(line)
             if not match:
                 continue
-            target = pathlib.PurePath(match[1])
-            # Only server/'s own headers; a module including its own header is no dependency.
-            if target.suffix == ".h" and target.stem in modules and target.stem != path.stem:
-                edges[path.stem].append((path.name, number, target.stem))
-    return edges, private
+            target = pathlib.PurePosixPath(match[1])
+            if target.suffix != ".h":
+                continue
+            included = target.with_suffix("").as_posix()
+            if included not in tree.modules:
+                # Not a server module written with its folder: a bare name of one is an error.
+                if "/" not in included and included in tree.by_name:
+                    unqualified.append((name, number, included, sorted(tree.by_name[included])))
+                continue
+            if included != module:  # a module including its own header is no dependency
+                edges[module].append((name, number, included))
+    return edges, misplaced, unqualified, private, monotonic
+
+
+def wrong_direction(edges):
+    """[(file, line, included module, 'up' or 'sideways')] across folders."""
+    wrong = []
+    for module, includes in sorted(edges.items()):
+        here = folder_of(module)
+        for name, number, included in includes:
+            there = folder_of(included)
+            if here == there or here not in RANKS or there not in RANKS:
+                continue
+            if RANKS[there] > RANKS[here]:
+                wrong.append((name, number, included, "up"))
+            elif RANKS[there] == RANKS[here]:
+                wrong.append((name, number, included, "sideways"))
+    return wrong
 
 
 def strongly_connected(edges):
@@ -112,40 +181,69 @@ def main(argv):
     if not root.is_dir():
         print(f"layers: {root} is not a directory")
         return 2
-    edges, private = read_tree(root)
-    if not edges:
+    tree = Tree(root)
+    if not tree.files:
         print(f"layers: no .c or .h files in {root}")
         return 2
+    edges, misplaced, unqualified, private, monotonic = read_includes(tree)
+    top = root.name
     passed = failed = 0
 
-    cycles = [g for g in strongly_connected(edges) if len(g) > 1]
-    if cycles:
+    def result(ok, good, bad_lines, hint):
+        nonlocal passed, failed
+        if ok:
+            passed += 1
+            print(f"ok   {good}")
+            return
         failed += 1
-        for group in cycles:
-            print(f"FAIL include cycle: {len(group)} modules reach each other through "
-                  f"#include \"...\": {', '.join(group)}")
-            cycle = shortest_cycle(edges, group)
-            print("  one cycle: " + " -> ".join([cycle[0][0].rsplit(".", 1)[0]] +
-                                                 [t for _, _, t in cycle]))
-            for name, number, target in cycle:
-                print(f"    {root.name}/{name}:{number}: #include \"{target}.h\"")
-        print("  Each module may include only modules of the layers below it; break each cycle "
-              "by passing what is needed down (a callback, a settings struct) instead.")
-    else:
-        passed += 1
-        print(f"ok   include graph of {root.name}/ is acyclic ({len(edges)} modules)")
+        for line in bad_lines:
+            print(line)
+        print(f"  {hint}")
 
-    if private:
-        failed += 1
-        print(f"FAIL event2/http_struct.h (evhttp's private structures) included outside "
-              f"{PRIVATE_OWNER}:")
-        for name, number in private:
-            print(f"    {root.name}/{name}:{number}")
-        print(f"  Only {PRIVATE_OWNER} may mirror evhttp's internals; give it a function for "
-              "what the others need.")
-    else:
-        passed += 1
-        print(f"ok   only {PRIVATE_OWNER} includes event2/http_struct.h")
+    folders = ", ".join(f"{f} ({r})" for f, r in sorted(RANKS.items(), key=lambda i: (i[1], i[0])))
+    result(not misplaced, f"every file of {top}/ is in a layer folder ({len(tree.modules)} modules)",
+           [f"FAIL {top}/{name} is not in a layer folder" for name in misplaced],
+           f"Put each module in one of: {folders}.")
+
+    result(not unqualified, "every include of a server header names its folder",
+           [f"FAIL {top}/{name}:{number}: #include \"{bare}.h\" names no folder "
+            f"(it is {' or '.join(m + '.h' for m in where)})"
+            for name, number, bare, where in unqualified],
+           "Write the folder: #include \"http/range.h\".")
+
+    wrong = wrong_direction(edges)
+    result(not wrong, "no include goes up or sideways across layer folders",
+           [f"FAIL {top}/{name}:{number}: #include \"{included}.h\" goes {way} "
+            f"({folder_of(name)} {RANKS[folder_of(name)]} -> {folder_of(included)} "
+            f"{RANKS[folder_of(included)]})"
+            for name, number, included, way in wrong],
+           f"A module may include only its own folder and folders of a lower rank: {folders}. "
+           "Pass what is needed down (a callback, a plain struct) or move the module.")
+
+    cycles = [g for g in strongly_connected(edges) if len(g) > 1]
+    lines = []
+    for group in cycles:
+        lines.append(f"FAIL include cycle: {len(group)} modules reach each other through "
+                     f"#include \"...\": {', '.join(group)}")
+        cycle = shortest_cycle(edges, group)
+        lines.append("  one cycle: " + " -> ".join([cycle[0][0].rsplit(".", 1)[0]] +
+                                                   [t for _, _, t in cycle]))
+        for name, number, target in cycle:
+            lines.append(f"    {top}/{name}:{number}: #include \"{target}.h\"")
+    result(not cycles, f"include graph of {top}/ is acyclic ({len(edges)} modules)", lines,
+           "Each module may include only modules below it; break each cycle by passing what "
+           "is needed down (a callback, a settings struct) instead.")
+
+    result(not private, f"only {PRIVATE_OWNER} includes event2/http_struct.h",
+           ["FAIL event2/http_struct.h (evhttp's private structures) included outside "
+            f"{PRIVATE_OWNER}:"] + [f"    {top}/{name}:{number}" for name, number in private],
+           f"Only {PRIVATE_OWNER} may mirror evhttp's internals; give it a function for what "
+           "the others need.")
+
+    result(not monotonic, f"only {MONOTONIC_OWNER} reads the monotonic clock",
+           [f"FAIL {top}/{name} reads CLOCK_MONOTONIC itself" for name in monotonic],
+           f"Ask {MONOTONIC_OWNER.rsplit('.', 1)[0]}.h (clock_now, clock_now_ms, "
+           "clock_coarse_seconds ...).")
 
     print(f"layers: {passed} passed, {failed} failed")
     return 1 if failed else 0

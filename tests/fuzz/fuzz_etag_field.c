@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cond.h"
-#include "validators.h"
+#include "http/cond.h"
+#include "http/etag.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The promise in validators.h, written again independently of the code. */
+/* The promise in etag.h, written again independently of the code. */
 static bool promised(const uint8_t *value, size_t length)
 {
 	static const char extra[] = "+-./:=_~";

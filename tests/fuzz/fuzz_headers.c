@@ -8,9 +8,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "cond.h"
-#include "proxy_trust.h"
-#include "validators.h"
+#include "http/cond.h"
+#include "http/proxy_trust.h"
+#include "http/etag.h"
+#include "http/http_date.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

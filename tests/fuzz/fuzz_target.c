@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "containment.h"
-#include "content_type.h"
-#include "cors.h"
-#include "disposition.h"
-#include "head.h"
-#include "offload.h"
-#include "route.h"
+#include "media/containment.h"
+#include "http/content_type.h"
+#include "http/cors.h"
+#include "http/disposition.h"
+#include "http/head.h"
+#include "http/offload.h"
+#include "http/route.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,5 @@
-"""tests/check_layers.py, the `make test` stage that keeps server/'s include graph acyclic and
-evhttp's private structures inside exchange.c: run on small trees written here, it passes the
-good ones and fails each bad one, naming the modules and the lines."""
+"""tests/check_layers.py, the `make test` stage that keeps server/'s layers in order: run on small
+trees written here, it passes the good ones and fails each bad one, naming the files and lines."""
 
 import subprocess
 import sys
@@ -13,9 +12,10 @@ CHECKER = REPO / "tests" / "check_layers.py"
 
 
 def write_tree(root, files):
-    root.mkdir(exist_ok=True)
     for name, text in files.items():
-        (root / name).write_text(text)
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     return root
 
 
@@ -27,89 +27,131 @@ def check(root):
 
 
 LAYERED = {
-    # a pure module, a resource using it, a handler on top; each includes its own header.
-    "range.h": "#include <stdint.h>\n",
-    "range.c": '#include "range.h"\n#include <string.h>\n',
-    "media.h": '#include "range.h"\n',
-    "media.c": '#include "media.h"\n#include "range.h"\n',
-    "exchange.h": "#include <event2/http.h>\n",
-    "exchange.c": '#include "exchange.h"\n#include <event2/http_struct.h>\n',
-    "track.h": '#include "exchange.h"\n',
-    "track.c": '#include "track.h"\n#include "media.h"\n',
-    "main.c": '#include "track.h"\n#include "missing_elsewhere.h"\n',
+    # a pure module, a resource using it, the wire, a handler on top, main; each includes its
+    # own header.
+    "http/range.h": "#include <stdint.h>\n",
+    "http/range.c": '#include "http/range.h"\n#include <string.h>\n',
+    "media/media.h": '#include "http/range.h"\n',
+    "media/media.c": '#include "media/media.h"\n#include "http/range.h"\n',
+    "wire/exchange.h": "#include <event2/http.h>\n",
+    "wire/exchange.c": '#include "wire/exchange.h"\n#include <event2/http_struct.h>\n',
+    "respond/track.h": '#include "wire/exchange.h"\n',
+    "respond/track.c": '#include "respond/track.h"\n#include "media/media.h"\n',
+    "base/clock.c": "#include <time.h>\nvoid f(void) { clock_gettime(CLOCK_MONOTONIC, 0); }\n",
+    "ops/main.c": '#include "respond/track.h"\n#include "missing_elsewhere.h"\n',
 }
+CHECKS = 6
 
 
 def test_a_layered_tree_passes(tmp_path):
     status, out, last = check(write_tree(tmp_path / "server", LAYERED))
     assert status == 0, out
-    assert last == "layers: 2 passed, 0 failed"
-    assert "acyclic (5 modules)" in out
+    assert last == f"layers: {CHECKS} passed, 0 failed"
+    assert "acyclic (6 modules)" in out
 
 
-def test_a_cycle_through_headers_fails_naming_its_modules_and_lines(tmp_path):
+def test_an_include_up_a_layer_fails_naming_the_line(tmp_path):
     files = dict(LAYERED)
-    files["media.h"] = '#include "range.h"\n#include "track.h"\n'  # media -> track -> media
+    files["http/range.c"] = '#include "http/range.h"\n\n#include "media/media.h"\n'
     status, out, last = check(write_tree(tmp_path / "server", files))
     assert status == 1, out
-    assert last == "layers: 1 passed, 1 failed"
-    assert "FAIL include cycle: 2 modules reach each other" in out
-    assert "media, track" in out
-    assert "one cycle: media -> track -> media" in out
-    assert 'server/media.h:2: #include "track.h"' in out
-    assert 'server/track.c:2: #include "media.h"' in out
+    assert 'FAIL server/http/range.c:3: #include "media/media.h" goes up (http 1 -> media 3)' in out
+    # It is a cycle too: media includes range.
+    assert last == f"layers: {CHECKS - 2} passed, 2 failed"
 
 
-def test_a_cycle_through_source_files_fails(tmp_path):
+def test_an_include_sideways_between_sibling_layers_fails(tmp_path):
     files = dict(LAYERED)
-    files["range.c"] = '#include "range.h"\n\n#include "main.h"\n'
-    files["main.h"] = "\n"
-    status, out, _ = check(write_tree(tmp_path / "server", files))
+    files["wire/exchange.h"] = '#include <event2/http.h>\n#include "media/media.h"\n'
+    status, out, last = check(write_tree(tmp_path / "server", files))
     assert status == 1, out
-    assert "4 modules reach each other" in out
-    assert "main, media, range, track" in out
-    assert 'server/range.c:3: #include "main.h"' in out
+    assert last == f"layers: {CHECKS - 1} passed, 1 failed"
+    assert ('FAIL server/wire/exchange.h:2: #include "media/media.h" goes sideways '
+            '(wire 3 -> media 3)') in out
+
+
+def test_an_include_without_its_folder_fails(tmp_path):
+    files = dict(LAYERED)
+    files["respond/track.c"] = '#include "respond/track.h"\n#include "media.h"\n'
+    status, out, last = check(write_tree(tmp_path / "server", files))
+    assert status == 1, out
+    assert last == f"layers: {CHECKS - 1} passed, 1 failed"
+    assert ('FAIL server/respond/track.c:2: #include "media.h" names no folder '
+            '(it is media/media.h)') in out
+
+
+@pytest.mark.parametrize("name", ["track.c", "extra/track.c", "respond/deep/track.c"])
+def test_a_file_outside_the_layer_folders_fails(tmp_path, name):
+    files = dict(LAYERED)
+    files[name] = "\n"
+    status, out, last = check(write_tree(tmp_path / "server", files))
+    assert status == 1, out
+    assert f"FAIL server/{name} is not in a layer folder" in out
+    assert last == f"layers: {CHECKS - 1} passed, 1 failed"
+
+
+def test_a_cycle_inside_a_folder_fails_naming_its_modules_and_lines(tmp_path):
+    files = dict(LAYERED)
+    files["respond/answer.h"] = '#include "respond/track.h"\n'
+    files["respond/track.h"] = '#include "wire/exchange.h"\n#include "respond/answer.h"\n'
+    status, out, last = check(write_tree(tmp_path / "server", files))
+    assert status == 1, out
+    assert last == f"layers: {CHECKS - 1} passed, 1 failed"
+    assert "FAIL include cycle: 2 modules reach each other" in out
+    assert "respond/answer, respond/track" in out
+    assert "one cycle: respond/answer -> respond/track -> respond/answer" in out
+    assert 'server/respond/answer.h:1: #include "respond/track.h"' in out
+    assert 'server/respond/track.h:2: #include "respond/answer.h"' in out
 
 
 def test_every_separate_cycle_is_reported(tmp_path):
     files = dict(LAYERED)
-    files["range.h"] = '#include "media.h"\n'
-    files["exchange.h"] = '#include "track.h"\n'
+    files["http/range.h"] = '#include "http/cond.h"\n'
+    files["http/cond.h"] = '#include "http/range.h"\n'
+    files["ops/worker.h"] = '#include "ops/main.h"\n'
+    files["ops/main.h"] = '#include "ops/worker.h"\n'
     status, out, last = check(write_tree(tmp_path / "server", files))
     assert status == 1, out
     assert out.count("FAIL include cycle") == 2, out
-    assert "exchange, track" in out and "media, range" in out
-    assert last == "layers: 1 passed, 1 failed"
+    assert "http/cond, http/range" in out and "ops/main, ops/worker" in out
 
 
 def test_a_module_including_its_own_header_is_no_cycle(tmp_path):
     status, out, _ = check(write_tree(tmp_path / "server", {
-        "log.h": '#include "log.h"\n', "log.c": '#include "log.h"\n# include "log.h"\n'}))
+        "base/log.h": '#include "base/log.h"\n',
+        "base/log.c": '#include "base/log.h"\n# include "base/log.h"\n'}))
     assert status == 0, out
 
 
-@pytest.mark.parametrize("name", ["response.c", "exchange.h"])
-def test_http_struct_outside_exchange_c_fails_naming_the_file(tmp_path, name):
+@pytest.mark.parametrize("name", ["respond/response.c", "wire/exchange.h", "wire/linger.c"])
+def test_http_struct_outside_its_owner_fails_naming_the_file(tmp_path, name):
     files = dict(LAYERED)
     files[name] = "\n".join(["/* private */", "#include <event2/http_struct.h>", ""])
     status, out, last = check(write_tree(tmp_path / "server", files))
     assert status == 1, out
-    assert last == "layers: 1 passed, 1 failed"
+    assert last == f"layers: {CHECKS - 1} passed, 1 failed"
     assert f"    server/{name}:2" in out
     assert "FAIL event2/http_struct.h" in out
 
 
-def test_a_cycle_and_http_struct_outside_exchange_fail_both(tmp_path):
+def test_the_monotonic_clock_read_outside_clock_c_fails(tmp_path):
     files = dict(LAYERED)
-    files["media.h"] = '#include "track.h"\n'
-    files["track.c"] = '#include "media.h"\n#include "event2/http_struct.h"\n'
+    files["ops/main.c"] += "long t(void) { struct timespec n; clock_gettime(CLOCK_MONOTONIC, &n); }\n"
+    files["wire/linger.c"] = "/* clock_gettime(CLOCK_MONOTONIC, &n) in a comment is no read */\n"
     status, out, last = check(write_tree(tmp_path / "server", files))
     assert status == 1, out
-    assert last == "layers: 0 passed, 2 failed"
-    assert "    server/track.c:2" in out
+    assert last == f"layers: {CHECKS - 1} passed, 1 failed"
+    assert "FAIL server/ops/main.c reads CLOCK_MONOTONIC itself" in out
+    assert "linger.c" not in out
 
 
 def test_a_directory_without_modules_is_an_error(tmp_path):
     status, out, _ = check(write_tree(tmp_path / "empty", {"README.md": "nothing\n"}))
     assert status == 2, out
     assert "no .c or .h files" in out
+
+
+def test_the_real_tree_passes():
+    status, out, last = check(REPO / "server")
+    assert status == 0, out
+    assert last == f"layers: {CHECKS} passed, 0 failed"

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/access_log.h: access_log_format writes one combined
+ * Unit tests for server/base/access_log.h: access_log_format writes one combined
  * log format line plus the response time, escaping client-supplied bytes
  * ('"', '\\', control bytes, bytes >= 0x7f) as \xHH and truncating a line too
  * long for the buffer while keeping its newline; access_log_write appends
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "access_log.h"
+#include "base/access_log.h"
 
 /* RFC 9110's example instant: Sun, 06 Nov 1994 08:49:37 GMT. */
 #define EXAMPLE_TIME 784111777

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/cond.h: the verdict of If-Match, If-Unmodified-Since,
+ * Unit tests for server/http/cond.h: the verdict of If-Match, If-Unmodified-Since,
  * If-None-Match and If-Modified-Since in RFC 9110's order (section 13.2.2),
  * entity-tag list matching (strong and weak comparison), and If-Range.
  */
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "cond.h"
+#include "http/cond.h"
 
 /* The file's validators in every test. */
 #define ETAG "\"2ebc98a1075bcd15-1000\""

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/config.h: the defaults, config_set for each kind of
+ * Unit tests for server/config/config.h: the defaults, config_set for each kind of
  * setting (strings, bounded numbers, listen address, repeatable lists,
  * on/off switches, strings or off, log level), config_parse_listen,
  * config-file text, config_validate's cross-checks, and config_load's
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "range.h"
+#include "config/config.h"
+#include "http/range.h"
 
 #define SOURCE "musicd.conf"
 #define NO_MEDIA_ROOT_MESSAGE                                                                      \

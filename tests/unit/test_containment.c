@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/containment.h: containment_find_root gives the index
+ * Unit tests for server/media/containment.h: containment_find_root gives the index
  * of the first media root that strictly contains a canonical absolute path
  * (component-wise, so "/music2" is not inside "/music"), or -1;
  * containment_is_canonical rejects relative paths and ".", ".." or empty
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "containment.h"
+#include "media/containment.h"
 
 #define COUNT(array) (sizeof(array) / sizeof((array)[0]))
 

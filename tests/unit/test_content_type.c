@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/content_type.h: content_type_for_path maps the
+ * Unit tests for server/http/content_type.h: content_type_for_path maps the
  * extension of a path's last component, case-insensitively, to a media type,
  * and everything else to application/octet-stream; it never returns NULL.
  */
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "content_type.h"
+#include "http/content_type.h"
 
 struct extension_case {
 	const char *path;

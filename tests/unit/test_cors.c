@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/cors.h: what a --cors-origin value may be, and the
+ * Unit tests for server/http/cors.h: what a --cors-origin value may be, and the
  * exact CORS fields each answer carries for each configuration and Origin
  * (off, "*", a list; actual answers and preflights). The echoed origin is
  * the configured string, never the request's bytes.
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "cors.h"
+#include "http/cors.h"
 
 #define PAGE "http://127.0.0.1:8000"
 #define OTHER "https://player.example.com"

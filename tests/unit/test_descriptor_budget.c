@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/descriptor_budget.h: how many workers and connections
+ * Unit tests for server/ops/descriptor_budget.h: how many workers and connections
  * a descriptor limit holds, and when it holds too little to start.
  */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "descriptor_budget.h"
+#include "ops/descriptor_budget.h"
 
 /* The defaults of musicd's option table: 8 lookup threads, 1000 cached files. */
 static struct descriptor_budget_input defaults(unsigned long long limit, unsigned workers,

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/disposition.h: when ?download asks for an
+ * Unit tests for server/http/disposition.h: when ?download asks for an
  * attachment, and the exact Content-Disposition value for each kind of name
  * (RFC 6266 filename with an ASCII fallback, RFC 8187 filename* for the
  * exact UTF-8 name, and the id + extension fallback for names that are not
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "disposition.h"
-#include "head.h"
+#include "http/disposition.h"
+#include "http/head.h"
 
 #define ID "0123456789abcdef01234567"
 #define PATH "/srv/music/Artist/Album/01 Track.mp3"

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/file_cache.h, on real files in a temporary directory
+ * Unit tests for server/media/file_cache.h, on real files in a temporary directory
  * opened with media_open: what a hit hands a response (size, type,
  * validators, header lines, the file's bytes), the checks that keep a changed
  * file from being served stale (a lease, or without one an fstat, on every
@@ -32,12 +32,14 @@
 
 #include <event2/buffer.h>
 
-#include "content_type.h"
-#include "file_cache.h"
-#include "head.h"
-#include "lru.h"
-#include "media.h"
-#include "validators.h"
+#include "http/content_type.h"
+#include "media/file_cache.h"
+#include "http/head.h"
+#include "base/clock.h"
+#include "base/lru.h"
+#include "media/media.h"
+#include "http/etag.h"
+#include "http/http_date.h"
 
 #define TEMP_TEMPLATE "/tmp/musicd-test-file-cache.XXXXXX"
 #define ROOT_COUNT 2
@@ -211,13 +213,13 @@ static int64_t wait_for_next_second(void)
 {
 	struct timespec begun;
 	clock_gettime(CLOCK_MONOTONIC, &begun);
-	int64_t start = cache_now_seconds();
-	while (cache_now_seconds() == start) {
+	int64_t start = clock_coarse_seconds();
+	while (clock_coarse_seconds() == start) {
 		assert_false(waited_too_long(&begun));
 		struct timespec pause = {0, 1000 * 1000};
 		nanosleep(&pause, NULL);
 	}
-	return cache_now_seconds();
+	return clock_coarse_seconds();
 }
 
 /* Waits until the caches' clock reads at least second. Bounded. */
@@ -225,7 +227,7 @@ static void wait_until(int64_t second)
 {
 	struct timespec begun;
 	clock_gettime(CLOCK_MONOTONIC, &begun);
-	while (cache_now_seconds() < second) {
+	while (clock_coarse_seconds() < second) {
 		assert_false(waited_too_long(&begun));
 		pause_briefly();
 	}
@@ -598,14 +600,14 @@ static void test_file_replaced_by_rename_is_a_miss_once_the_interval_passes(void
 	clock_gettime(CLOCK_MONOTONIC, &begun);
 	int64_t missed_at;
 	for (;;) {
-		missed_at = cache_now_seconds();
+		missed_at = clock_coarse_seconds();
 		if (!hits(cache, path))
 			break;
 		assert_false(waited_too_long(&begun));
 		pause_briefly();
 	}
 	/* Checked once the interval has passed, and not later. */
-	assert_true(cache_now_seconds() - inserted_at >= 1);
+	assert_true(clock_coarse_seconds() - inserted_at >= 1);
 	assert_true(missed_at - inserted_at <= 1);
 	file_cache_free(cache);
 }
@@ -623,7 +625,7 @@ static void test_path_is_checked_at_most_once_per_interval(void **state)
 	assert_true(hits(cache, path)); /* due: checked, and unchanged */
 	replace_file(path, NEW_CONTENT);
 	assert_true(hits(cache, path)); /* not due again before inserted_at + 2 */
-	assert_int_equal(cache_now_seconds(), inserted_at + 1);
+	assert_int_equal(clock_coarse_seconds(), inserted_at + 1);
 	file_cache_free(cache);
 }
 
@@ -873,7 +875,7 @@ static void test_expire_closes_entries_unused_for_the_inactive_time(void **state
 	clock_gettime(CLOCK_MONOTONIC, &begun);
 	int64_t emptied_at;
 	for (;;) {
-		emptied_at = cache_now_seconds();
+		emptied_at = clock_coarse_seconds();
 		file_cache_expire(cache);
 		if (file_cache_stats(cache).entries == 0)
 			break;
@@ -881,7 +883,7 @@ static void test_expire_closes_entries_unused_for_the_inactive_time(void **state
 		pause_briefly();
 	}
 	/* Closed once unused for the inactive time, and not later. */
-	assert_true(cache_now_seconds() - inserted_at >= 1);
+	assert_true(clock_coarse_seconds() - inserted_at >= 1);
 	assert_true(emptied_at - inserted_at <= 1);
 	assert_null(file_cache_get(cache, first, 0));
 	assert_null(file_cache_get(cache, second, 0));

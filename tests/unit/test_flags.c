@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/flags.h, the flag reader musicd and musicd-import
+ * Unit tests for server/base/flags.h, the flag reader musicd and musicd-import
  * share: a value after '=' or in the next argument, bare flags for the
  * options whose value is optional or absent, how far *index moves, and each
  * refusal with its exact message. The option table is the test's own, one
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "flags.h"
+#include "base/flags.h"
 
 struct test_option {
 	const char *name;

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/framing.h: which requests are refused (400, then the
+ * Unit tests for server/http/framing.h: which requests are refused (400, then the
  * connection closed) because their body could be read two ways.
  */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "framing.h"
+#include "http/framing.h"
 
 #define COUNT(array) (sizeof(array) / sizeof((array)[0]))
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/gridfs_file.h: which chunks a byte range needs and
+ * Unit tests for server/db/gridfs_file.h: which chunks a byte range needs and
  * which bytes of each chunk it keeps, the length each chunk must have, the
  * validators (ETag from _id and length, Last-Modified from uploadDate) and
  * the media type. The reference for the slices is the definition itself:
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "gridfs_file.h"
+#include "db/gridfs_file.h"
 
 static struct gridfs_file file_of(uint64_t length, uint32_t chunk_size)
 {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/head.h: the exact bytes of response heads musicd
+ * Unit tests for server/http/head.h: the exact bytes of response heads musicd
  * writes itself (status line, headers in their order, the Connection
  * header, no Content-Length for a 304), the per-file lines, and that a head
  * that does not fit is refused rather than cut.
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "head.h"
+#include "http/head.h"
 
 #define DATE "Sun, 06 Nov 1994 08:49:37 GMT"
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/log.h: log_level_parse knows "debug", "info", "warn"
+ * Unit tests for server/base/log.h: log_level_parse knows "debug", "info", "warn"
  * and "error", and rejects anything else; log_file_reopen puts a renamed
  * file's successor under the same descriptor.
  */
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 static void assert_level_parses_to(const char *name, enum log_level expected)
 {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/lookup.h, the hand-back half: every submitted job
+ * Unit tests for server/db/lookup.h, the hand-back half: every submitted job
  * comes back exactly once, on its submitter's loop, through the delivery
  * event the submitter made (so handing back allocates nothing and cannot
  * drop a job); a database that cannot be reached answers UNAVAILABLE within
@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
-#include "config.h"
-#include "lookup.h"
+#include "base/clock.h"
+#include "config/config.h"
+#include "db/lookup.h"
 
 #define MID "65f0c0ffee0000000000abcd"
 #define JOBS 6

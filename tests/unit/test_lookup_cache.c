@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/lookup_cache.h: mid -> path answers (hit, miss, and
+ * Unit tests for server/db/lookup_cache.h: mid -> path answers (hit, miss, and
  * "no such document"), the path copied out whole or not at all, the
  * document's ETag kept beside the path, mid -> GridFS file answers (every
  * field of struct gridfs_file back exactly, under the TTL of found paths,
@@ -20,8 +20,9 @@
 
 #include <cmocka.h>
 
-#include "lookup_cache.h"
-#include "lru.h"
+#include "db/lookup_cache.h"
+#include "base/clock.h"
+#include "base/lru.h"
 
 #define MID "65f0c0ffee0000000000abcd"
 #define OTHER_MID "65f0c0ffee0000000000abce"
@@ -52,13 +53,13 @@ static void pause_briefly(void)
  */
 static int64_t wait_for_next_second(void)
 {
-	int64_t start = cache_now_seconds();
+	int64_t start = clock_coarse_seconds();
 	struct timespec begun;
 	clock_gettime(CLOCK_MONOTONIC, &begun);
 	for (;;) {
 		struct timespec pause = {0, 1000 * 1000};
 		nanosleep(&pause, NULL);
-		int64_t now = cache_now_seconds();
+		int64_t now = clock_coarse_seconds();
 		if (now != start)
 			return now;
 		struct timespec current;
@@ -81,7 +82,7 @@ static enum lookup_cache_result wait_for_change(struct lookup_cache *cache, cons
 	struct timespec begun;
 	clock_gettime(CLOCK_MONOTONIC, &begun);
 	for (;;) {
-		*seen_at = cache_now_seconds();
+		*seen_at = clock_coarse_seconds();
 		enum lookup_cache_result result =
 			lookup_cache_get_track(cache, mid, path, sizeof(path), etag, &file);
 		if (result != expected)
@@ -327,9 +328,9 @@ static void test_clock_is_the_coarse_monotonic_clock_in_seconds(void **state)
 {
 	(void)state;
 	struct timespec coarse;
-	int64_t before = cache_now_seconds();
+	int64_t before = clock_coarse_seconds();
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &coarse);
-	int64_t after = cache_now_seconds();
+	int64_t after = clock_coarse_seconds();
 	assert_true(before <= (int64_t)coarse.tv_sec);
 	assert_true((int64_t)coarse.tv_sec <= after);
 	assert_true(after - before <= 1);
@@ -347,7 +348,7 @@ static void test_entry_hits_until_its_ttl_passes_then_misses(void **state)
 	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_HIT, &missed_at),
 			 LOOKUP_CACHE_MISS);
 	/* Gone once the clock is one second on, and not before. */
-	assert_true(cache_now_seconds() - put_at >= 1);
+	assert_true(clock_coarse_seconds() - put_at >= 1);
 	assert_true(missed_at - put_at <= 1);
 	/* Once expired it stays gone. */
 	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
@@ -391,7 +392,7 @@ static void test_negative_entry_expires_after_the_negative_ttl(void **state)
 	int64_t missed_at;
 	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_NEGATIVE, &missed_at),
 			 LOOKUP_CACHE_MISS);
-	assert_true(cache_now_seconds() - put_at >= 1);
+	assert_true(clock_coarse_seconds() - put_at >= 1);
 	assert_true(missed_at - put_at <= 1);
 	/* The path put at the same moment lives by the longer TTL. */
 	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
@@ -767,7 +768,7 @@ static void test_a_gridfs_entry_lives_by_the_ttl_of_found_paths(void **state)
 	int64_t missed_at;
 	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_GRIDFS, &missed_at),
 			 LOOKUP_CACHE_MISS);
-	assert_true(cache_now_seconds() - put_at >= 1);
+	assert_true(clock_coarse_seconds() - put_at >= 1);
 	assert_true(missed_at - put_at <= 1);
 	assert_int_equal(lookup_cache_stats(cache).entries, 0);
 	lookup_cache_free(cache);

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/lru.h: the hash keys are computed with, the table's
+ * Unit tests for server/base/lru.h: the hash keys are computed with, the table's
  * lookups and its least-recently-used order (insert, touch, remove from any
  * position, chains of entries in one bucket), and the shards: one bound over
  * every shard, slots given back by removal, eviction from another shard, the
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "lru.h"
+#include "base/lru.h"
 
 #define KEY_MAX 32
 #define HASH_SAMPLE 10000

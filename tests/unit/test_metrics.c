@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/metrics.h: the per-thread shards and their sum. A
+ * Unit tests for server/base/metrics.h: the per-thread shards and their sum. A
  * scrape sees the sum over every worker's and lookup thread's shard; a
  * status or method outside the counted sets lands in a bounded slot;
  * lookups in flight are those started and not yet finished; a finished
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "base/metrics.h"
 
 #define WORKERS 3
 #define LOOKUP_THREADS 2

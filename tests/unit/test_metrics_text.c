@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/metrics_text.h: the Prometheus text (format 0.0.4)
+ * Unit tests for server/base/metrics_text.h: the Prometheus text (format 0.0.4)
  * of a snapshot. Every family carries its HELP and TYPE lines before its
  * samples; request counts appear per code and method only once counted;
  * histograms are cumulative with +Inf equal to the count; the error kinds
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "metrics_text.h"
+#include "base/metrics_text.h"
 
 #define TEXT_MAX (64 * 1024)
 #define GUARD 0x5a

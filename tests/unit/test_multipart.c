@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/multipart.h: the exact text around each part of a
+ * Unit tests for server/http/multipart.h: the exact text around each part of a
  * multipart/byteranges body (RFC 9110 section 14.6, laid out as nginx does),
  * the closing delimiter, the Content-Type value, and a body length that equals
  * the sum of the pieces actually sent.
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "multipart.h"
+#include "http/multipart.h"
 
 #define BOUNDARY "00000000000000000001"
 #define TYPE "audio/mpeg"

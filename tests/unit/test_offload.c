@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/offload.h, as a specification of the X-Accel-Redirect
+ * Unit tests for server/http/offload.h, as a specification of the X-Accel-Redirect
  * URI musicd hands nginx and of the X-Sendfile value check.
  *
  * The URI is the prefix, a '/' unless the prefix ends in one, then the path
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "offload.h"
+#include "http/offload.h"
 
 #define ROOT "/srv/music"
 #define PREFIX "/protected"

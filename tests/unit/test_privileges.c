@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/privileges.h: privileges_parse splits --user's
+ * Unit tests for server/ops/privileges.h: privileges_parse splits --user's
  * "USER" or "USER:GROUP" and refuses an empty part, a second ':' or a part
  * too long for its buffer; privileges_check_as runs a check in a child
  * process as the target user (here the one running the test, so the drop is a
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "privileges.h"
+#include "ops/privileges.h"
 
 static int parse(const char *spec, char *user, char *group)
 {

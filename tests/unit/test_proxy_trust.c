@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/proxy_trust.h, as a specification of which address
+ * Unit tests for server/http/proxy_trust.h, as a specification of which address
  * the access log names as the client.
  *
  * CIDRs: an address alone is a host; a prefix may be 0 up to the family's
@@ -27,7 +27,7 @@
 
 #include <cmocka.h>
 
-#include "proxy_trust.h"
+#include "http/proxy_trust.h"
 
 #define PEER "10.0.0.1"
 #define JOINED_MAX 512

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/range.h: range_parse decides 200 (RANGE_WHOLE), 206
+ * Unit tests for server/http/range.h: range_parse decides 200 (RANGE_WHOLE), 206
  * (RANGE_PARTS) or 416 (RANGE_UNSATISFIABLE) for a Range header and a file
  * size, as nginx's range filter reads the header (RFC 9110 section 14), with
  * the documented exception that an empty file satisfies no range.
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "range.h"
+#include "http/range.h"
 
 /* The file most tests cut: 1000 bytes, offsets 0..999. */
 #define SIZE 1000

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/reload_plan.h and the option table's reload marks
+ * Unit tests for server/config/reload_plan.h and the option table's reload marks
  * (config.h): which settings a SIGHUP applies and which need a restart,
  * written once in config.c and checked here against the list README gives;
  * the plan for a changed file (live changes named, restart-only differences
@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "reload_plan.h"
+#include "config/config.h"
+#include "config/reload_plan.h"
 
 /* README's "Reloading settings": the settings a SIGHUP applies to new requests. */
 static const char *const LIVE_SETTINGS[] = {

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/route.h: route_parse classifies a request target as a
+ * Unit tests for server/http/route.h: route_parse classifies a request target as a
  * track (/musicdb/<ObjectId>/<param>, mid lower-cased), a bad id, the health
  * probe or not found, ignoring the query and fragment; route_check_method
  * allows GET and HEAD only.
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "route.h"
+#include "http/route.h"
 
 #define ID "507f1f77bcf86cd799439011"
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/settings.h: a snapshot is a private copy of the
+ * Unit tests for server/config/settings.h: a snapshot is a private copy of the
  * configuration (the caller's may go at once), numbered one generation after
  * its predecessor, sharing the predecessor's access log when the target is
  * the same and opening a new one when it is not; a slot adopts what the board
@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "settings.h"
+#include "config/config.h"
+#include "config/settings.h"
 
 #define READERS 3
 #define PUBLISHES 300

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/validators.h: the strong ETag built from a file's
+ * Unit tests for server/http/etag.h and http_date.h: the strong ETag built from a file's
  * mtime and size, the one taken from a document's field (--etag-field), the
  * IMF-fixdate formatter, and the parser for the three
  * HTTP-date forms of RFC 9110 section 5.6.7 (IMF-fixdate, RFC 850, asctime).
@@ -15,7 +15,8 @@
 
 #include <cmocka.h>
 
-#include "validators.h"
+#include "http/etag.h"
+#include "http/http_date.h"
 
 /* RFC 9110's example instant: Sun, 06 Nov 1994 08:49:37 GMT. */
 #define EXAMPLE_TIME 784111777

@@ -1,0 +1,204 @@
+/*
+ * log: leveled diagnostics on stderr or in the error log file. Each line is
+ * formatted into one buffer and written with a single write(2), which keeps
+ * lines whole without a lock.
+ *
+ * Reopening (SIGUSR1, after logrotate renamed the file) never changes which
+ * descriptor number the writers use: the new file is opened, then dup3(2)
+ * puts it in place of the old one in a single step. A write(2) already
+ * running holds the old file and finishes its line there; every later one
+ * goes to the new file. No lock, no line split or lost across the rename.
+ */
+#include "base/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOG_LINE_MAX 2048
+#define LOG_FILE_MODE 0644
+
+/* Set by main (at start and on SIGHUP) while every thread reads it. */
+static _Atomic enum log_level minimum_level = LOG_LEVEL_INFO;
+/* Where lines go: stderr, or a descriptor of the error log's own (set before any thread starts). */
+static int log_fd = STDERR_FILENO;
+static char *log_path; /* NULL while the log is stderr */
+
+static const char *const level_names[] = {
+	[LOG_LEVEL_DEBUG] = "debug",
+	[LOG_LEVEL_INFO] = "info",
+	[LOG_LEVEL_WARN] = "warn",
+	[LOG_LEVEL_ERROR] = "error",
+};
+
+void log_set_level(enum log_level level)
+{
+	atomic_store_explicit(&minimum_level, level, memory_order_relaxed);
+}
+
+int log_enabled(enum log_level level)
+{
+	return level >= atomic_load_explicit(&minimum_level, memory_order_relaxed);
+}
+
+int log_level_parse(const char *name, enum log_level *out)
+{
+	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+		if (strcasecmp(name, level_names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+size_t log_escape(char *out, size_t out_size, const char *text)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t used = 0;
+	if (out_size == 0)
+		return 0;
+	for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
+		char escaped[4];
+		size_t length = 2;
+		escaped[0] = '\\';
+		if (*c == '\\')
+			escaped[1] = '\\';
+		else if (*c == '\n')
+			escaped[1] = 'n';
+		else if (*c == '\r')
+			escaped[1] = 'r';
+		else if (*c == '\t')
+			escaped[1] = 't';
+		else if (*c < 0x20 || *c == 0x7f) {
+			escaped[1] = 'x';
+			escaped[2] = hex[*c >> 4];
+			escaped[3] = hex[*c & 0xf];
+			length = 4;
+		} else {
+			escaped[0] = (char)*c;
+			length = 1;
+		}
+		if (used + length >= out_size)
+			break;
+		memcpy(out + used, escaped, length);
+		used += length;
+	}
+	out[used] = '\0';
+	return used;
+}
+
+void log_vmsg(enum log_level level, const char *fmt, va_list args)
+{
+	if (!log_enabled(level))
+		return;
+
+	char message[LOG_LINE_MAX];
+	char line[LOG_LINE_MAX];
+	struct timespec now;
+	struct tm utc;
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &utc);
+
+	int used = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s: ",
+			    utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
+			    utc.tm_sec, now.tv_nsec / 1000000, level_names[level]);
+	if (vsnprintf(message, sizeof(message), fmt, args) < 0)
+		message[0] = '\0';
+	size_t length = (size_t)used + log_escape(line + used, sizeof(line) - (size_t)used - 1, message);
+	line[length++] = '\n';
+
+	/* A failed diagnostic write has nowhere better to go. */
+	ssize_t ignored = write(log_fd, line, length);
+	(void)ignored;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list args;
+	va_start(args, fmt);
+	log_vmsg(level, fmt, args);
+	va_end(args);
+}
+
+int log_file_open(const char *path, int *fd, char *error, size_t error_size)
+{
+	int opened = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, LOG_FILE_MODE);
+	if (opened < 0) {
+		snprintf(error, error_size, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	*fd = opened;
+	return 0;
+}
+
+int log_file_reopen(const char *path, int fd, char *error, size_t error_size)
+{
+	int fresh;
+	if (log_file_open(path, &fresh, error, error_size) < 0)
+		return -1;
+	/* The swap itself: writers keep using fd, which now names the new file. */
+	int swapped = dup3(fresh, fd, O_CLOEXEC);
+	int saved = errno;
+	close(fresh);
+	if (swapped < 0) {
+		snprintf(error, error_size, "%s: %s", path, strerror(saved));
+		return -1;
+	}
+	return 0;
+}
+
+int log_open(const char *target, char *error, size_t error_size)
+{
+	if (target == NULL || strcmp(target, LOG_TARGET_STDERR) == 0)
+		return 0;
+	char *copy = strdup(target);
+	int fd;
+	if (copy == NULL) {
+		snprintf(error, error_size, "error log %s: out of memory", target);
+		return -1;
+	}
+	char reason[LOG_LINE_MAX];
+	if (log_file_open(target, &fd, reason, sizeof(reason)) < 0) {
+		snprintf(error, error_size, "error log %s", reason);
+		free(copy);
+		return -1;
+	}
+	log_close();
+	log_fd = fd;
+	log_path = copy;
+	return 0;
+}
+
+int log_reopen(char *error, size_t error_size)
+{
+	if (log_path == NULL)
+		return 0;
+	char reason[LOG_LINE_MAX];
+	if (log_file_reopen(log_path, log_fd, reason, sizeof(reason)) < 0) {
+		snprintf(error, error_size, "error log %s", reason);
+		return -1;
+	}
+	return 0;
+}
+
+const char *log_file_path(void)
+{
+	return log_path;
+}
+
+void log_close(void)
+{
+	if (log_path == NULL)
+		return;
+	close(log_fd);
+	log_fd = STDERR_FILENO;
+	free(log_path);
+	log_path = NULL;
+}

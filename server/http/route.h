@@ -1,0 +1,40 @@
+/*
+ * route: decides what a request target asks for, before any I/O. Pure.
+ *
+ *   /musicdb/:mid/:param   a track; :mid must be an ObjectId, :param is only
+ *                          the name the player sees
+ *   /healthz               the health probe
+ *   anything else          not found
+ */
+#ifndef MUSICD_ROUTE_H
+#define MUSICD_ROUTE_H
+
+#include "http/objectid.h"
+
+enum route_kind {
+	ROUTE_TRACK,	 /* mid holds the ObjectId, lower-cased */
+	ROUTE_BAD_ID,	 /* the track route with a :mid that is not an ObjectId: 400 */
+	ROUTE_HEALTHZ,
+	ROUTE_NOT_FOUND, /* 404 */
+};
+
+struct route {
+	enum route_kind kind;
+	char mid[OBJECTID_HEX_LENGTH + 1];
+};
+
+/* Classifies an origin-form request target ("/path?query"); the query is ignored. */
+struct route route_parse(const char *target);
+
+/* What a method may do on a route. */
+enum route_method_verdict {
+	ROUTE_METHOD_OK,
+	ROUTE_METHOD_NOT_ALLOWED, /* 405 with "Allow: GET, HEAD" */
+};
+
+/* GET and HEAD are the only methods any route answers. */
+enum route_method_verdict route_check_method(const char *method);
+
+#define ROUTE_ALLOWED_METHODS "GET, HEAD"
+
+#endif

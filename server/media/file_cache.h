@@ -1,0 +1,77 @@
+/*
+ * file_cache: open files kept open, like nginx's open_file_cache. A hot file
+ * is opened once and its libevent file segment shared by every response that
+ * sends it (each response holds its own segment reference while it sends).
+ * Every hit checks the open file, so that a file rewritten in place is noticed
+ * at once, never sent with its old length and validators: by the entry's
+ * lease (file_lease: a writer's open or truncate waits until the entry is
+ * marked, and the hit reads the mark, no syscall) or, where no lease can be
+ * had, by fstat. The lease is taken at a file's first hit, not when it is
+ * cached: a library larger than the cache brings in many files asked for
+ * once, and a lease costs five syscalls. Once per valid interval it checks the path (stat: a file
+ * replaced by another, deleted, or only touched, is noticed within that
+ * interval; responses already sending the old file keep sending the old
+ * bytes, never a mix). Entries unused for the inactive time are closed.
+ *
+ * Shared by every worker; split into independently locked shards.
+ */
+#ifndef MUSICD_FILE_CACHE_H
+#define MUSICD_FILE_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/lru.h"
+#include "media/media.h"
+#include "media/response_file.h"
+
+struct file_cache;
+struct file_cache_entry;
+
+/* max_entries 0 disables the cache. */
+struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
+				  unsigned inactive_seconds);
+/* Drops every entry (responses still sending keep their segments alive). */
+void file_cache_free(struct file_cache *cache);
+
+/*
+ * The entry for path, still valid, with a reference the caller must give
+ * back with file_cache_release; NULL on a miss (the caller opens the file).
+ * generation is the request's settings snapshot's: an entry whose headers
+ * were made with an older one is stale (dropped, a miss), and one made with a
+ * newer one is not the request's (a miss, kept).
+ */
+struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path,
+				       uint64_t generation);
+
+/*
+ * Takes over an opened file (file->fd) for path and returns a referenced
+ * entry, its header lines made with cache_control (copied) of the settings
+ * snapshot generation, cached for later requests (in a full cache, the least
+ * recently used entry of its shard, or of another shard, makes room). With
+ * the cache disabled, or an entry of a newer generation cached for path, the
+ * entry is the caller's alone and closed on release. NULL if out of memory
+ * (the fd is closed then too).
+ */
+struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,
+					   const struct media_file *file, uint64_t generation,
+					   const char *cache_control);
+
+/* What a response needs; valid while the reference is held. */
+const struct response_file *file_cache_response(const struct file_cache_entry *entry);
+
+void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry);
+
+/* Closes entries unused for the inactive time; call about once a second. */
+void file_cache_expire(struct file_cache *cache);
+
+/* New valid and inactive intervals (a reload), from any thread; they apply to every entry. */
+void file_cache_set_intervals(struct file_cache *cache, unsigned valid_seconds,
+			      unsigned inactive_seconds);
+
+struct cache_stats file_cache_stats(struct file_cache *cache);
+
+/* How many cached entries are checked by their lease, so that their hits need no fstat. */
+size_t file_cache_leased(struct file_cache *cache);
+
+#endif

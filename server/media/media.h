@@ -1,0 +1,60 @@
+/*
+ * media: turns a path from the database into an open, regular file inside a
+ * media root, or a reason why not. Containment is enforced on what is
+ * actually opened, never on a name checked earlier, so a symlink swapped
+ * between check and open cannot leak a byte from outside the roots: either
+ * the kernel resolves the path beneath the root's directory (openat2 with
+ * RESOLVE_BENEATH), or the opened descriptor's /proc/self/fd link is checked.
+ */
+#ifndef MUSICD_MEDIA_H
+#define MUSICD_MEDIA_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "config/config.h"
+
+/* The media roots, canonicalised and opened once at start-up. Owns its strings and fds. */
+struct media_roots {
+	char *paths[CONFIG_MAX_MEDIA_ROOTS];
+	int directories[CONFIG_MAX_MEDIA_ROOTS]; /* O_PATH descriptors, for openat2 */
+	size_t count;
+};
+
+enum media_status {
+	MEDIA_OK,
+	MEDIA_NOT_ABSOLUTE,   /* the stored path is relative: a data problem */
+	MEDIA_MISSING,	      /* no such file (or a path component is not a directory) */
+	MEDIA_UNREADABLE,     /* permission or I/O error */
+	MEDIA_NOT_REGULAR,    /* a directory, device, FIFO ... */
+	MEDIA_OUTSIDE_ROOTS,  /* resolves, symlinks included, outside every root */
+};
+
+/* An opened track. fd is the caller's to close. */
+struct media_file {
+	int fd;
+	uint64_t size;
+	struct timespec mtime;
+	dev_t device;
+	ino_t inode;
+	nlink_t links;		    /* names the file has (hard links) */
+	int root_index;		    /* which root contains it */
+	char resolved_path[PATH_MAX]; /* canonical path of the opened file */
+};
+
+/* Resolves each root (it must exist and be a directory). -1 with a message naming the root. */
+int media_roots_resolve(struct media_roots *roots, char *const *given, size_t count, char *error,
+			size_t error_size);
+void media_roots_free(struct media_roots *roots);
+
+/* Opens path if it is a regular file inside a root. On failure *error_number holds errno, if any. */
+enum media_status media_open(const struct media_roots *roots, const char *path,
+			     struct media_file *file, int *error_number);
+
+/* A short description of a status, for logs. */
+const char *media_status_describe(enum media_status status);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * reload: load (config.c), decide (reload_plan.c), build the snapshot
+ * (settings.c), then apply: publish it and set what lives outside it (the
+ * log level, the caches' TTLs). Nothing is applied until every step that can
+ * fail has succeeded, so a failed reload leaves the process as it was.
+ */
+#include "ops/reload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "media/file_cache.h"
+#include "base/log.h"
+#include "db/lookup_cache.h"
+#include "config/reload_plan.h"
+#include "config/settings.h"
+
+/* Room for every setting's name in one list. */
+#define RELOAD_NAMES_MAX (CONFIG_OPTION_MAX * 32)
+
+int reload_init(struct reload *reload, int argc, char *const *argv, const struct config *given)
+{
+	reload->argc = argc;
+	reload->argv = argv;
+	return config_copy(&reload->given, given);
+}
+
+void reload_free(struct reload *reload)
+{
+	config_free(&reload->given);
+}
+
+/* The running snapshot's settings with loaded's live ones; NULL with a message in error. */
+static struct settings *next_snapshot(const struct settings *running, const struct config *loaded,
+				      char *error, size_t error_size)
+{
+	struct config merged;
+	struct settings *next = NULL;
+	if (config_copy(&merged, &running->config) < 0) {
+		snprintf(error, error_size, "out of memory");
+		return NULL;
+	}
+	if (config_copy_live(&merged, loaded) < 0)
+		snprintf(error, error_size, "out of memory");
+	else if (config_validate(&merged, error, error_size) == 0)
+		next = settings_new(&merged, running, error, error_size);
+	config_free(&merged);
+	return next;
+}
+
+static void apply(const struct service *service, struct settings *next)
+{
+	const struct config *config = &next->config;
+	log_set_level(config->log_level);
+	lookup_cache_set_ttl(service->lookup_cache, config->lookup_cache_ttl,
+			     config->lookup_cache_negative_ttl);
+	file_cache_set_intervals(service->file_cache, config->open_file_cache_valid,
+				 config->open_file_cache_inactive);
+	settings_board_publish(service->settings, next);
+}
+
+void reload_run(struct reload *reload, const struct service *service)
+{
+	const char *path = reload->given.config_file;
+	char error[CONFIG_ERROR_MAX];
+	char names[RELOAD_NAMES_MAX];
+	struct config loaded;
+	enum config_action action;
+
+	if (path == NULL) {
+		log_warn("SIGHUP: musicd was started without --config, so there is no config file to "
+			 "re-read; settings unchanged");
+		return;
+	}
+	config_init(&loaded);
+	if (config_load(&loaded, reload->argc, reload->argv, getenv("MONGODB_URI"), &action, error,
+			sizeof(error)) < 0) {
+		log_error("SIGHUP: %s; settings unchanged", error);
+		goto out;
+	}
+	struct reload_plan plan;
+	reload_plan_make(&reload->given, &loaded, &plan);
+	const struct settings *running = settings_board_current(service->settings);
+	struct settings *next = next_snapshot(running, &loaded, error, sizeof(error));
+	if (next == NULL) {
+		log_error("SIGHUP: %s; settings unchanged", error);
+		goto out;
+	}
+	uint64_t generation = next->generation;
+	apply(service, next);
+	if (config_copy_live(&reload->given, &loaded) < 0)
+		log_error("SIGHUP: out of memory; the next reload may name settings as changed that "
+			  "are not");
+
+	if (plan.kept_count > 0) {
+		reload_plan_names(plan.kept, plan.kept_count, names, sizeof(names));
+		log_warn("SIGHUP: %s changed in %s but need%s a restart; kept as %s", names, path,
+			 plan.kept_count == 1 ? "s" : "", plan.kept_count == 1 ? "it is" : "they are");
+	}
+	reload_plan_names(plan.changed, plan.changed_count, names, sizeof(names));
+	log_info("SIGHUP: settings reloaded from %s (generation %llu): %s%s", path,
+		 (unsigned long long)generation, plan.changed_count > 0 ? "changed " : "",
+		 plan.changed_count > 0 ? names : "no live setting changed");
+out:
+	config_free(&loaded);
+}

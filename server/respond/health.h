@@ -1,0 +1,13 @@
+/*
+ * health: GET /healthz, for load balancers and Varnish probes. 200 when a
+ * lookup round trip to the database succeeds within the lookup deadline,
+ * 503 otherwise.
+ */
+#ifndef MUSICD_HEALTH_H
+#define MUSICD_HEALTH_H
+
+#include "wire/exchange.h"
+
+void health_handle(struct exchange *exchange);
+
+#endif

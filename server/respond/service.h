@@ -1,0 +1,35 @@
+/*
+ * service: what every worker shares, built once by main before the workers
+ * start and read-only (or internally synchronised) afterwards. The settings
+ * a request reads come from its snapshot (settings.h, exchange_config);
+ * config here is the process's as it started, read for what only a restart
+ * changes.
+ */
+#ifndef MUSICD_SERVICE_H
+#define MUSICD_SERVICE_H
+
+#include "base/access_log.h"
+#include "config/config.h"
+#include "respond/delivery.h"
+#include "media/file_cache.h"
+#include "db/gridfs_spool.h"
+#include "db/lookup_cache.h"
+#include "db/lookup.h"
+#include "media/media.h"
+#include "base/metrics.h"
+#include "http/proxy_trust.h"
+#include "config/settings.h"
+
+struct service {
+	const struct config *config;	   /* as started: only its restart-only settings */
+	struct settings_board *settings;   /* the snapshots, one slot per worker (settings.h) */
+	struct media_roots media_roots;
+	struct lookup_pool *lookups;	 /* internally locked */
+	struct lookup_cache *lookup_cache; /* internally locked */
+	struct file_cache *file_cache;	   /* internally locked */
+	const struct delivery *delivery;   /* sendfile or an offload strategy */
+	struct metrics *metrics;	   /* one shard per worker and lookup thread */
+	struct gridfs_spool *gridfs_spool; /* NULL when off; internally locked */
+};
+
+#endif
