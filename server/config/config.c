@@ -8,7 +8,7 @@
 
 #include "http/cors.h"
 #include "base/flags.h"
-#include "http/head.h"
+#include "http/response_head.h"
 #include "http/proxy_trust.h"
 #include "http/range.h"
 
@@ -651,8 +651,8 @@ static int check_header_value(const char *setting, const char *value, char *erro
 			  setting, length, CONFIG_HEADER_VALUE_MAX);
 		return -1;
 	}
-	/* head.c decides what a header value may hold; config only says where it fails. */
-	size_t safe = head_value_safe_length(value);
+	/* response_head.c decides what a header value may hold; config only says where it fails. */
+	size_t safe = response_value_safe_length(value);
 	if (safe < length) {
 		set_error(error, error_size,
 			  "%s: control character 0x%02x at byte %zu; a header value may not hold one",

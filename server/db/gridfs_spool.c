@@ -1,8 +1,8 @@
 /*
  * gridfs_spool: one table of copies by name (lru.c, under one mutex), each
  * READY (complete, counted in used) or FILLING (a fill job holds it, with the
- * requests waiting for it). A fill is a lookup job no loop waits for
- * (delivery NULL): its call writes the copy on the lookup thread, its done
+ * requests waiting for it). A fill is a db_pool job no loop waits for
+ * (delivery NULL): it writes the copy on a pool thread, its done
  * callback publishes the result and delivers the waiters.
  */
 #include "db/gridfs_spool.h"
@@ -33,7 +33,7 @@
 #define COPY_SHARE 4
 
 struct waiter {
-	struct lookup_job *job;
+	struct db_job *job;
 	struct waiter *next;
 };
 
@@ -46,16 +46,16 @@ struct copy {
 };
 
 struct fill {
-	struct lookup_job job;
+	struct db_job job;
 	struct gridfs_spool *spool;
-	struct gridfs_file file;
+	struct gridfs_entry file;
 	char name[COPY_NAME_MAX];
 };
 
 struct gridfs_spool {
 	int dir_fd;
 	uint64_t max_bytes;
-	struct lookup_pool *pool;
+	struct db_pool *pool;
 	unsigned max_fills;
 	pthread_mutex_t lock;
 	struct lru_table copies; /* guarded by lock, as are used and fills */
@@ -63,7 +63,7 @@ struct gridfs_spool {
 	unsigned fills;
 };
 
-static void copy_name(char out[COPY_NAME_MAX], const struct gridfs_file *file)
+static void copy_name(char out[COPY_NAME_MAX], const struct gridfs_entry *file)
 {
 	snprintf(out, COPY_NAME_MAX, "%s-%" PRIx64, file->id, file->length);
 }
@@ -114,7 +114,7 @@ static void evict(struct gridfs_spool *spool)
 	}
 }
 
-int gridfs_spool_open_copy(struct gridfs_spool *spool, const struct gridfs_file *file)
+int gridfs_spool_open_copy(struct gridfs_spool *spool, const struct gridfs_entry *file)
 {
 	char name[COPY_NAME_MAX];
 	copy_name(name, file);
@@ -143,7 +143,7 @@ int gridfs_spool_open_copy(struct gridfs_spool *spool, const struct gridfs_file 
 	return -1;
 }
 
-static void deliver(struct lookup_job *job, enum lookup_status status, const char *detail)
+static void deliver(struct db_job *job, enum lookup_status status, const char *detail)
 {
 	job->status = status;
 	snprintf(job->detail, sizeof(job->detail), "%s", detail);
@@ -151,9 +151,9 @@ static void deliver(struct lookup_job *job, enum lookup_status status, const cha
 }
 
 /* On a lookup thread: the whole file into a temporary file, then renamed. */
-static void fill_run(struct lookup_job *job, const struct lookup_call_context *context)
+static void fill_run(struct db_job *job, const struct db_thread *thread)
 {
-	struct fill *fill = job->call_arg;
+	struct fill *fill = (struct fill *)job;
 	struct gridfs_spool *spool = fill->spool;
 	char temporary[COPY_NAME_MAX + 16];
 	snprintf(temporary, sizeof(temporary), TEMPORARY_PREFIX "%s", fill->name);
@@ -169,9 +169,9 @@ static void fill_run(struct lookup_job *job, const struct lookup_call_context *c
 	for (uint64_t position = 0; position < fill->file.length && job->status == LOOKUP_FOUND;) {
 		struct gridfs_span span = gridfs_span_next(&fill->file, position,
 							   fill->file.length - 1, FILL_STEP);
-		job->status = lookup_status_of_store(gridfs_store_read(
-			context->client, context->database, context->gridfs_bucket, &fill->file,
-			&span, data, job->detail, sizeof(job->detail)));
+		job->status = gridfs_store_read(thread->client, thread->database,
+					       thread->gridfs_bucket, &fill->file, &span, data,
+					       job->detail, sizeof(job->detail));
 		while (job->status == LOOKUP_FOUND && evbuffer_get_length(data) > 0) {
 			if (evbuffer_write(data, fd) < 0) {
 				job->status = LOOKUP_FAILED;
@@ -202,7 +202,7 @@ done:
 }
 
 /* After the fill ran (or was never run, at shutdown): publish it and wake its waiters. */
-static void fill_done(struct lookup_job *job)
+static void fill_done(struct db_job *job)
 {
 	struct fill *fill = (struct fill *)job;
 	struct gridfs_spool *spool = fill->spool;
@@ -234,7 +234,7 @@ static void fill_done(struct lookup_job *job)
 }
 
 /* Starts the fill of a new FILLING copy (lock held); -1 when it cannot be queued. */
-static int start_fill(struct gridfs_spool *spool, const struct gridfs_file *file,
+static int start_fill(struct gridfs_spool *spool, const struct gridfs_entry *file,
 		      const char *name)
 {
 	struct fill *fill = calloc(1, sizeof(*fill));
@@ -243,13 +243,11 @@ static int start_fill(struct gridfs_spool *spool, const struct gridfs_file *file
 	fill->spool = spool;
 	fill->file = *file;
 	snprintf(fill->name, sizeof(fill->name), "%s", name);
-	fill->job.kind = LOOKUP_CALL;
-	fill->job.call = fill_run;
-	fill->job.call_arg = fill;
+	fill->job.run = fill_run;
 	fill->job.done = fill_done;
 	/* Each read of the fill has the socket timeout; the fill as a whole only needs to start. */
 	fill->job.deadline = clock_deadline_after(60 * 1000);
-	if (lookup_submit(spool->pool, &fill->job) < 0) {
+	if (db_pool_submit(spool->pool, &fill->job) < 0) {
 		free(fill);
 		return -1;
 	}
@@ -259,8 +257,8 @@ static int start_fill(struct gridfs_spool *spool, const struct gridfs_file *file
 	return 0;
 }
 
-void gridfs_spool_wait(struct gridfs_spool *spool, const struct gridfs_file *file,
-		       struct lookup_job *job)
+void gridfs_spool_wait(struct gridfs_spool *spool, const struct gridfs_entry *file,
+		       struct db_job *job)
 {
 	char name[COPY_NAME_MAX];
 	const char *refused = NULL;
@@ -413,7 +411,7 @@ int gridfs_spool_check(const char *dir, const char *user, char *error, size_t er
 }
 
 struct gridfs_spool *gridfs_spool_open(const char *dir, uint64_t max_bytes,
-				       struct lookup_pool *pool, unsigned max_fills, char *error,
+				       struct db_pool *pool, unsigned max_fills, char *error,
 				       size_t error_size)
 {
 	struct gridfs_spool *spool = calloc(1, sizeof(*spool));

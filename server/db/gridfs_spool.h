@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "db/gridfs_file.h"
-#include "db/lookup.h"
+#include "db/gridfs_entry.h"
+#include "db/db_pool.h"
 
 struct gridfs_spool;
 
@@ -35,23 +35,24 @@ int gridfs_spool_check(const char *dir, const char *user, char *error, size_t er
  * threads. NULL with a message.
  */
 struct gridfs_spool *gridfs_spool_open(const char *dir, uint64_t max_bytes,
-				       struct lookup_pool *pool, unsigned max_fills, char *error,
+				       struct db_pool *pool, unsigned max_fills, char *error,
 				       size_t error_size);
 
 /* After every fill finished (the pool quiesced). */
 void gridfs_spool_free(struct gridfs_spool *spool);
 
 /* An open descriptor of file's complete copy (marked recently used), or -1. */
-int gridfs_spool_open_copy(struct gridfs_spool *spool, const struct gridfs_file *file);
+int gridfs_spool_open_copy(struct gridfs_spool *spool, const struct gridfs_entry *file);
 
 /*
- * Hands waiter (prepared by exchange_await) to the fill of file's copy,
- * starting one if none runs. The waiter is delivered exactly once, soon if no
+ * Hands waiter (its delivery made by the caller, exchange_wait) to the fill
+ * of file's copy, starting one if none runs; only its delivery, status and
+ * detail are used. The waiter is delivered exactly once, soon if no
  * copy can be made: status LOOKUP_FOUND when the copy is complete, anything
  * else (detail says why) when there is none (too large for the spool, too
  * many fills, a database or disk error).
  */
-void gridfs_spool_wait(struct gridfs_spool *spool, const struct gridfs_file *file,
-		       struct lookup_job *waiter);
+void gridfs_spool_wait(struct gridfs_spool *spool, const struct gridfs_entry *file,
+		       struct db_job *waiter);
 
 #endif

@@ -21,12 +21,12 @@ static int collection_name(char *out, const char *bucket, const char *suffix)
 	return written > 0 && written < COLLECTION_NAME_MAX ? 0 : -1;
 }
 
-static enum gridfs_store_status cursor_status(const bson_error_t *error)
+static enum lookup_status cursor_status(const bson_error_t *error)
 {
 	return error->domain == MONGOC_ERROR_SERVER_SELECTION ||
 			       error->domain == MONGOC_ERROR_STREAM
-		       ? GRIDFS_STORE_UNAVAILABLE
-		       : GRIDFS_STORE_FAILED;
+		       ? LOOKUP_UNAVAILABLE
+		       : LOOKUP_FAILED;
 }
 
 /* An integer field stored as int32, int64 or an integral double; -1 when it is none. */
@@ -68,7 +68,7 @@ void gridfs_store_project(bson_t *projection)
 		bson_append_int32(projection, fields[i], -1, 1);
 }
 
-enum gridfs_store_status gridfs_store_parse_file(const bson_t *entry, struct gridfs_file *file,
+enum lookup_status gridfs_store_parse_file(const bson_t *entry, struct gridfs_entry *file,
 					   char *detail, size_t detail_size)
 {
 	bson_iter_t iter;
@@ -76,27 +76,27 @@ enum gridfs_store_status gridfs_store_parse_file(const bson_t *entry, struct gri
 	memset(file, 0, sizeof(*file));
 	if (!bson_iter_init_find(&iter, entry, "_id") || !BSON_ITER_HOLDS_OID(&iter)) {
 		snprintf(detail, detail_size, "GridFS file entry: _id is not an ObjectId");
-		return GRIDFS_STORE_BAD_DATA;
+		return LOOKUP_BAD_DATA;
 	}
 	bson_oid_to_string(bson_iter_oid(&iter), file->id);
 	if (!bson_iter_init_find(&iter, entry, "length") || read_count(&iter, &length) < 0 ||
 	    length < 0) {
 		snprintf(detail, detail_size, "GridFS file %s: length is missing or not a count",
 			 file->id);
-		return GRIDFS_STORE_BAD_DATA;
+		return LOOKUP_BAD_DATA;
 	}
 	if (!bson_iter_init_find(&iter, entry, "chunkSize") || read_count(&iter, &chunk_size) < 0 ||
 	    chunk_size < 0 || chunk_size > (int64_t)UINT32_MAX) {
 		snprintf(detail, detail_size, "GridFS file %s: chunkSize is missing or not a count",
 			 file->id);
-		return GRIDFS_STORE_BAD_DATA;
+		return LOOKUP_BAD_DATA;
 	}
 	file->length = (uint64_t)length;
 	file->chunk_size = (uint32_t)chunk_size;
-	const char *problem = gridfs_file_check(file);
+	const char *problem = gridfs_entry_check(file);
 	if (problem != NULL) {
 		snprintf(detail, detail_size, "GridFS file %s: %s", file->id, problem);
-		return GRIDFS_STORE_BAD_DATA;
+		return LOOKUP_BAD_DATA;
 	}
 	if (bson_iter_init_find(&iter, entry, "uploadDate") && BSON_ITER_HOLDS_DATE_TIME(&iter))
 		file->upload_date_ms = bson_iter_date_time(&iter);
@@ -104,17 +104,17 @@ enum gridfs_store_status gridfs_store_parse_file(const bson_t *entry, struct gri
 	read_text(entry, "contentType", file->content_type);
 	if (file->content_type[0] == '\0')
 		read_text(entry, "metadata.contentType", file->content_type);
-	return GRIDFS_STORE_OK;
+	return LOOKUP_FOUND;
 }
 
-enum gridfs_store_status gridfs_store_find_file(mongoc_client_t *client, const char *database,
+enum lookup_status gridfs_store_find_file(mongoc_client_t *client, const char *database,
 					  const char *bucket, const bson_oid_t *id,
-					  struct gridfs_file *file, char *detail, size_t detail_size)
+					  struct gridfs_entry *file, char *detail, size_t detail_size)
 {
 	char name[COLLECTION_NAME_MAX];
 	if (collection_name(name, bucket, "files") < 0) {
 		snprintf(detail, detail_size, "GridFS bucket name too long");
-		return GRIDFS_STORE_FAILED;
+		return LOOKUP_FAILED;
 	}
 	bson_t filter = BSON_INITIALIZER, options = BSON_INITIALIZER, projection;
 	BSON_APPEND_OID(&filter, "_id", id);
@@ -129,7 +129,7 @@ enum gridfs_store_status gridfs_store_find_file(mongoc_client_t *client, const c
 		mongoc_collection_find_with_opts(collection, &filter, &options, NULL);
 	const bson_t *entry;
 	bson_error_t error;
-	enum gridfs_store_status status;
+	enum lookup_status status;
 	if (mongoc_cursor_next(cursor, &entry)) {
 		status = gridfs_store_parse_file(entry, file, detail, detail_size);
 	} else if (mongoc_cursor_error(cursor, &error)) {
@@ -138,7 +138,7 @@ enum gridfs_store_status gridfs_store_find_file(mongoc_client_t *client, const c
 	} else {
 		char hex[OBJECTID_HEX_LENGTH + 1];
 		bson_oid_to_string(id, hex);
-		status = GRIDFS_STORE_BAD_DATA;
+		status = LOOKUP_BAD_DATA;
 		snprintf(detail, detail_size, "GridFS file %s: no entry in %s", hex, name);
 	}
 	mongoc_cursor_destroy(cursor);
@@ -178,7 +178,7 @@ static void append_chunk_number(bson_t *document, const char *key, uint64_t n)
 #define BODY_BLOCK_BYTES (64 * 1024 - 128)
 
 /* Checks one chunk document and appends the span's bytes of it; 0, or -1 with detail. */
-static int take_chunk(const bson_t *chunk, const struct gridfs_file *file,
+static int take_chunk(const bson_t *chunk, const struct gridfs_entry *file,
 		      const struct gridfs_span *span, uint64_t expected, struct evbuffer *out,
 		      char *detail, size_t detail_size)
 {
@@ -227,8 +227,8 @@ static int take_chunk(const bson_t *chunk, const struct gridfs_file *file,
 	return 0;
 }
 
-enum gridfs_store_status gridfs_store_read(mongoc_client_t *client, const char *database,
-				     const char *bucket, const struct gridfs_file *file,
+enum lookup_status gridfs_store_read(mongoc_client_t *client, const char *database,
+				     const char *bucket, const struct gridfs_entry *file,
 				     const struct gridfs_span *span, struct evbuffer *out,
 				     char *detail, size_t detail_size)
 {
@@ -236,7 +236,7 @@ enum gridfs_store_status gridfs_store_read(mongoc_client_t *client, const char *
 	bson_oid_t id;
 	if (collection_name(name, bucket, "chunks") < 0) {
 		snprintf(detail, detail_size, "GridFS bucket name too long");
-		return GRIDFS_STORE_FAILED;
+		return LOOKUP_FAILED;
 	}
 	bson_oid_init_from_string(&id, file->id);
 	bson_t filter = BSON_INITIALIZER, options = BSON_INITIALIZER, range, sort, projection;
@@ -258,29 +258,29 @@ enum gridfs_store_status gridfs_store_read(mongoc_client_t *client, const char *
 	mongoc_collection_t *collection = mongoc_client_get_collection(client, database, name);
 	mongoc_cursor_t *cursor =
 		mongoc_collection_find_with_opts(collection, &filter, &options, NULL);
-	enum gridfs_store_status status = GRIDFS_STORE_OK;
+	enum lookup_status status = LOOKUP_FOUND;
 	uint64_t expected = span->first_chunk;
 	const bson_t *chunk;
 	bson_error_t error;
-	while (status == GRIDFS_STORE_OK && mongoc_cursor_next(cursor, &chunk)) {
+	while (status == LOOKUP_FOUND && mongoc_cursor_next(cursor, &chunk)) {
 		if (expected > span->last_chunk) {
 			snprintf(detail, detail_size, "GridFS file %s: chunk %" PRIu64 " is stored twice",
 				 file->id, span->last_chunk);
-			status = GRIDFS_STORE_BAD_DATA;
+			status = LOOKUP_BAD_DATA;
 		} else if (take_chunk(chunk, file, span, expected, out, detail, detail_size) < 0) {
-			status = GRIDFS_STORE_BAD_DATA;
+			status = LOOKUP_BAD_DATA;
 		}
 		expected++;
 	}
-	if (status == GRIDFS_STORE_OK && mongoc_cursor_error(cursor, &error)) {
+	if (status == LOOKUP_FOUND && mongoc_cursor_error(cursor, &error)) {
 		status = cursor_status(&error);
 		snprintf(detail, detail_size, "%.250s", error.message);
-	} else if (status == GRIDFS_STORE_OK && expected != span->last_chunk + 1) {
-		status = GRIDFS_STORE_BAD_DATA;
+	} else if (status == LOOKUP_FOUND && expected != span->last_chunk + 1) {
+		status = LOOKUP_BAD_DATA;
 		snprintf(detail, detail_size, "GridFS file %s: chunk %" PRIu64 " is missing",
 			 file->id, expected);
 	}
-	if (status != GRIDFS_STORE_OK)
+	if (status != LOOKUP_FOUND)
 		evbuffer_drain(out, evbuffer_get_length(out) - before);
 	mongoc_cursor_destroy(cursor);
 	mongoc_collection_destroy(collection);

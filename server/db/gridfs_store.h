@@ -1,11 +1,11 @@
 /*
  * gridfs_store: the driver calls that read GridFS (libmongoc), made on the
  * lookup pool's threads only, never on a worker's loop. It reads a file's
- * fs.files entry into a gridfs_file, and the chunks of a span into an
+ * fs.files entry into a gridfs_entry, and the chunks of a span into an
  * evbuffer, checking each chunk against the entry: a chunk that is missing,
  * out of order or not exactly the length the entry implies is a data error
- * (GRIDFS_STORE_BAD_DATA), never bytes passed on. It sits below lookup,
- * which runs it and maps its statuses (lookup_status_of_store).
+ * (LOOKUP_BAD_DATA), never bytes passed on. Its calls run as db_pool jobs
+ * (find_track, gridfs_stream's reads, the spool's fills).
  */
 #ifndef MUSICD_GRIDFS_STORE_H
 #define MUSICD_GRIDFS_STORE_H
@@ -14,7 +14,8 @@
 #include <event2/buffer.h>
 #include <mongoc/mongoc.h>
 
-#include "db/gridfs_file.h"
+#include "db/gridfs_entry.h"
+#include "db/lookup_status.h"
 
 
 /*
@@ -36,27 +37,27 @@ void gridfs_store_tune_allocator(void);
 void gridfs_store_project(bson_t *projection);
 
 /*
- * Reads an fs.files entry (with its ObjectId _id) into file: GRIDFS_STORE_OK,
- * or GRIDFS_STORE_BAD_DATA with why in detail.
+ * Reads an fs.files entry (with its ObjectId _id) into file: LOOKUP_FOUND,
+ * or LOOKUP_BAD_DATA with why in detail.
  */
-enum gridfs_store_status gridfs_store_parse_file(const bson_t *entry, struct gridfs_file *file,
+enum lookup_status gridfs_store_parse_file(const bson_t *entry, struct gridfs_entry *file,
 					   char *detail, size_t detail_size);
 
 /*
- * Finds bucket's fs.files entry id: GRIDFS_STORE_OK with file filled, or
+ * Finds bucket's fs.files entry id: LOOKUP_FOUND with file filled, or
  * another status with why in detail.
  */
-enum gridfs_store_status gridfs_store_find_file(mongoc_client_t *client, const char *database,
+enum lookup_status gridfs_store_find_file(mongoc_client_t *client, const char *database,
 					  const char *bucket, const bson_oid_t *id,
-					  struct gridfs_file *file, char *detail, size_t detail_size);
+					  struct gridfs_entry *file, char *detail, size_t detail_size);
 
 /*
  * Appends the bytes [span->first, span->last] of file to out, read from
- * span's chunks with one find sorted by n: GRIDFS_STORE_OK, or another
+ * span's chunks with one find sorted by n: LOOKUP_FOUND, or another
  * status (detail says why) with out left as it was.
  */
-enum gridfs_store_status gridfs_store_read(mongoc_client_t *client, const char *database,
-				     const char *bucket, const struct gridfs_file *file,
+enum lookup_status gridfs_store_read(mongoc_client_t *client, const char *database,
+				     const char *bucket, const struct gridfs_entry *file,
 				     const struct gridfs_span *span, struct evbuffer *out,
 				     char *detail, size_t detail_size);
 

@@ -22,7 +22,7 @@
 /*
  * A GridFS entry's file in one allocation, its two texts packed after the
  * numbers (each shorter than GRIDFS_TEXT_MAX, so the size is bounded), not
- * struct gridfs_file's two fixed GRIDFS_TEXT_MAX arrays.
+ * struct gridfs_entry's two fixed GRIDFS_TEXT_MAX arrays.
  */
 struct cached_gridfs {
 	char id[OBJECTID_HEX_LENGTH + 1];
@@ -95,7 +95,7 @@ static struct lru_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
 	return lru_shard_for(cache->shards, LOOKUP_CACHE_SHARDS, hash);
 }
 
-static void copy_gridfs_out(const struct cached_gridfs *cached, struct gridfs_file *out)
+static void copy_gridfs_out(const struct cached_gridfs *cached, struct gridfs_entry *out)
 {
 	strcpy(out->id, cached->id);
 	out->length = cached->length;
@@ -109,7 +109,7 @@ static void copy_gridfs_out(const struct cached_gridfs *cached, struct gridfs_fi
 /* What a live entry answers, copied out (MISS: the caller has no room for it). Shard lock held. */
 static enum lookup_cache_result answer(const struct lookup_entry *entry, char *path_out,
 				       size_t path_size, char etag_out[ETAG_MAX],
-				       struct gridfs_file *gridfs_out)
+				       struct gridfs_entry *gridfs_out)
 {
 	if (entry->gridfs != NULL) {
 		if (gridfs_out == NULL)
@@ -130,7 +130,7 @@ static enum lookup_cache_result answer(const struct lookup_entry *entry, char *p
 enum lookup_cache_result lookup_cache_get_track(struct lookup_cache *cache, const char *mid,
 						char *path_out, size_t path_size,
 						char etag_out[ETAG_MAX],
-						struct gridfs_file *gridfs_out)
+						struct gridfs_entry *gridfs_out)
 {
 	unsigned ttl = atomic_load_explicit(&cache->ttl, memory_order_relaxed);
 	unsigned negative_ttl = atomic_load_explicit(&cache->negative_ttl, memory_order_relaxed);
@@ -210,7 +210,7 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 }
 
 void lookup_cache_put_gridfs(struct lookup_cache *cache, const char *mid,
-			     const struct gridfs_file *file)
+			     const struct gridfs_entry *file)
 {
 	size_t type_length = strnlen(file->content_type, sizeof(file->content_type));
 	size_t name_length = strnlen(file->filename, sizeof(file->filename));

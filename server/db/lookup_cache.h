@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "db/gridfs_file.h"
+#include "db/gridfs_entry.h"
 #include "base/lru.h"
 #include "http/etag.h"
 
@@ -44,10 +44,10 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 
 /*
  * Remembers mid -> file (a GridFS track) until the TTL of found paths passes;
- * a file whose texts do not fit struct gridfs_file is not kept.
+ * a file whose texts do not fit struct gridfs_entry is not kept.
  */
 void lookup_cache_put_gridfs(struct lookup_cache *cache, const char *mid,
-			     const struct gridfs_file *file);
+			     const struct gridfs_entry *file);
 
 /*
  * HIT copies the path into path_out (a path that does not fit counts as a
@@ -59,7 +59,7 @@ void lookup_cache_put_gridfs(struct lookup_cache *cache, const char *mid,
 enum lookup_cache_result lookup_cache_get_track(struct lookup_cache *cache, const char *mid,
 						char *path_out, size_t path_size,
 						char etag_out[ETAG_MAX],
-						struct gridfs_file *gridfs_out);
+						struct gridfs_entry *gridfs_out);
 
 /*
  * New TTLs (a reload), from any thread: they count from each entry's put, so

@@ -105,7 +105,7 @@ int cors_check_origins(char *const *origins, size_t count, char *error, size_t e
 			}
 			continue;
 		}
-		if (!head_value_is_safe(origin)) {
+		if (!response_value_is_safe(origin)) {
 			/* Not echoed: it may hold the control characters that make it unsafe. */
 			snprintf(error, error_size, "cors-origin: a value holds a control character");
 			return -1;
@@ -134,7 +134,7 @@ enum cors_mode cors_mode(char *const *origins, size_t count)
 static const char *listed_origin(char *const *origins, size_t count, const char *request_origin)
 {
 	/* A value that could not stand in a header never matches (and is never echoed). */
-	if (request_origin == NULL || !head_value_is_safe(request_origin))
+	if (request_origin == NULL || !response_value_is_safe(request_origin))
 		return NULL;
 	for (size_t i = 0; i < count; i++) {
 		if (strcmp(origins[i], request_origin) == 0)
@@ -144,7 +144,7 @@ static const char *listed_origin(char *const *origins, size_t count, const char 
 }
 
 size_t cors_fields(char *const *origins, size_t count, const char *request_origin,
-		   enum cors_answer kind, struct head_field out[CORS_FIELDS_MAX])
+		   enum cors_answer kind, struct response_field out[CORS_FIELDS_MAX])
 {
 	size_t used = 0;
 	const char *allow_origin = NULL;
@@ -156,19 +156,19 @@ size_t cors_fields(char *const *origins, size_t count, const char *request_origi
 		break;
 	case CORS_LIST:
 		allow_origin = listed_origin(origins, count, request_origin);
-		out[used++] = (struct head_field){"Vary", "Origin"};
+		out[used++] = (struct response_field){"Vary", "Origin"};
 		break;
 	}
 	if (allow_origin == NULL)
 		return used;
-	out[used++] = (struct head_field){"Access-Control-Allow-Origin", allow_origin};
+	out[used++] = (struct response_field){"Access-Control-Allow-Origin", allow_origin};
 	if (kind == CORS_PREFLIGHT) {
-		out[used++] = (struct head_field){"Access-Control-Allow-Methods", CORS_ALLOW_METHODS};
-		out[used++] = (struct head_field){"Access-Control-Allow-Headers", CORS_ALLOW_HEADERS};
-		out[used++] = (struct head_field){"Access-Control-Max-Age", CORS_MAX_AGE};
+		out[used++] = (struct response_field){"Access-Control-Allow-Methods", CORS_ALLOW_METHODS};
+		out[used++] = (struct response_field){"Access-Control-Allow-Headers", CORS_ALLOW_HEADERS};
+		out[used++] = (struct response_field){"Access-Control-Max-Age", CORS_MAX_AGE};
 	} else {
 		out[used++] =
-			(struct head_field){"Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS};
+			(struct response_field){"Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS};
 	}
 	return used;
 }

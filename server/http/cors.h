@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "http/head.h"
+#include "http/response_head.h"
 
 /* What the track route answers with CORS on: OPTIONS is accepted (Allow and preflights). */
 #define CORS_ALLOW_METHODS "GET, HEAD, OPTIONS"
@@ -67,6 +67,6 @@ enum cors_mode cors_mode(char *const *origins, size_t count);
  * point at constants or at the configured origins, never at the request.
  */
 size_t cors_fields(char *const *origins, size_t count, const char *request_origin,
-		   enum cors_answer kind, struct head_field out[CORS_FIELDS_MAX]);
+		   enum cors_answer kind, struct response_field out[CORS_FIELDS_MAX]);
 
 #endif

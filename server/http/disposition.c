@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "http/chars.h"
+
 #define TRACK_PREFIX "/musicdb/"
 /* The longest extension the fallback name keeps (".flac", ".opus" ...). */
 #define EXTENSION_MAX 16
@@ -77,17 +79,6 @@ static const char *find_param(const char *target, size_t *length)
 	return slash + 1;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes text into name; -1 for a malformed escape or a name too long. */
 static int percent_decode(const char *text, size_t length, struct name *name)
 {
@@ -97,7 +88,8 @@ static int percent_decode(const char *text, size_t length, struct name *name)
 		if (c == '%') {
 			if (length - i < 3) /* fewer than two characters follow */
 				return -1;
-			int high = hex_value(text[i + 1]), low = hex_value(text[i + 2]);
+			int high = chars_hex_value((unsigned char)text[i + 1]),
+			    low = chars_hex_value((unsigned char)text[i + 2]);
 			if (high < 0 || low < 0)
 				return -1;
 			c = (unsigned char)(high * 16 + low);

@@ -48,3 +48,30 @@ enum framing_verdict framing_check(const struct framing_request *request)
 		return FRAMING_REFUSE; /* evhttp reads the first, others may read the last */
 	return FRAMING_OK;
 }
+
+/* One option of a Connection list ends at a comma or the value's end; OWS around it is no part. */
+static int option_is_close(const char *start, const char *end)
+{
+	while (start < end && (*start == ' ' || *start == '\t'))
+		start++;
+	while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	return end - start == 5 && strncasecmp(start, "close", 5) == 0;
+}
+
+int framing_closes(const char *const *values, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		const char *start = values[i];
+		for (;;) {
+			const char *comma = strchr(start, ',');
+			const char *end = comma != NULL ? comma : start + strlen(start);
+			if (option_is_close(start, end))
+				return 1;
+			if (comma == NULL)
+				break;
+			start = comma + 1;
+		}
+	}
+	return 0;
+}

@@ -34,4 +34,12 @@ enum framing_verdict {
 
 enum framing_verdict framing_check(const struct framing_request *request);
 
+/*
+ * Whether the Connection lines (values[0..count)) ask to close the connection
+ * after this answer: they are one comma-separated list of options (RFC 9110
+ * section 7.6.1, lines and elements alike), and any "close" among them, in
+ * any case, closes it.
+ */
+int framing_closes(const char *const *values, size_t count);
+
 #endif

@@ -52,7 +52,7 @@
 
 #include "http/content_type.h"
 #include "media/file_lease.h"
-#include "http/head.h"
+#include "http/response_head.h"
 #include "base/clock.h"
 #include "base/lru.h"
 #include "http/etag.h"
@@ -64,9 +64,9 @@ struct file_cache_entry {
 	struct lru_node node;
 	struct file_cache *cache;
 	char *path;		/* the key: the path as the database has it */
-	char *resolved_path;	/* where it really is; response.resolved_path points here */
-	char *file_lines;	/* response.file_lines points here */
-	char *cache_control;	/* response.cache_control points here; NULL for none */
+	char *resolved_path;	/* where it really is; file.resolved_path points here */
+	char *file_lines;	/* file.representation.file_lines points here */
+	char *cache_control;	/* file.representation.cache_control points here; NULL for none */
 	uint64_t generation;	/* of the settings snapshot file_lines were made with */
 	unsigned borrowers;	/* guarded by the shard lock */
 	int in_table;		/* guarded by the shard lock */
@@ -81,7 +81,7 @@ struct file_cache_entry {
 	bool lease_later;	/* guarded by the shard lock: try the lease at the next path check */
 	bool lease_on_first_hit; /* guarded by the shard lock: no lease taken yet, the first hit takes it */
 	_Atomic bool lease_broken; /* set by the lease watch before anyone may write the file */
-	struct response_file response; /* owns one segment reference */
+	struct cached_file file; /* owns one segment reference */
 };
 
 struct file_cache {
@@ -113,8 +113,8 @@ struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
 
 static void free_entry(struct file_cache_entry *entry)
 {
-	if (entry->response.segment != NULL)
-		evbuffer_file_segment_free(entry->response.segment);
+	if (entry->file.segment != NULL)
+		evbuffer_file_segment_free(entry->file.segment);
 	free(entry->file_lines);
 	free(entry->cache_control);
 	free(entry->resolved_path);
@@ -125,7 +125,7 @@ static void free_entry(struct file_cache_entry *entry)
 static int same_file(const struct file_cache_entry *entry, const struct stat *info)
 {
 	return info->st_dev == entry->device && info->st_ino == entry->inode &&
-	       (uint64_t)info->st_size == entry->response.size &&
+	       (uint64_t)info->st_size == entry->file.representation.size &&
 	       info->st_mtim.tv_sec == entry->mtime.tv_sec &&
 	       info->st_mtim.tv_nsec == entry->mtime.tv_nsec;
 }
@@ -272,7 +272,7 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
 }
 
 static struct file_cache_entry *new_entry(struct file_cache *cache, const char *path,
-					  const struct media_file *file, uint64_t generation,
+					  const struct opened_file *file, uint64_t generation,
 					  const char *cache_control)
 {
 	struct file_cache_entry *entry = calloc(1, sizeof(*entry));
@@ -280,9 +280,9 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	    (entry->resolved_path = strdup(file->resolved_path)) == NULL ||
 	    (cache_control != NULL && (entry->cache_control = strdup(cache_control)) == NULL))
 		goto fail;
-	entry->response.segment = evbuffer_file_segment_new(file->fd, 0, (ev_off_t)file->size,
+	entry->file.segment = evbuffer_file_segment_new(file->fd, 0, (ev_off_t)file->size,
 							    EVBUF_FS_CLOSE_ON_FREE);
-	if (entry->response.segment == NULL)
+	if (entry->file.segment == NULL)
 		goto fail;
 	entry->node.key = entry->path;
 	entry->node.hash = lru_hash(entry->path);
@@ -294,23 +294,23 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	entry->links = file->links;
 	entry->mtime = file->mtime;
 	entry->borrowers = 1;
-	entry->response.size = file->size;
-	entry->response.mtime = file->mtime.tv_sec;
-	entry->response.content_type = content_type_for_path(file->resolved_path);
+	entry->file.representation.size = file->size;
+	entry->file.representation.mtime = file->mtime.tv_sec;
+	entry->file.representation.content_type = content_type_for_path(file->resolved_path);
 	entry->generation = generation;
-	entry->response.cache_control = entry->cache_control;
-	entry->response.resolved_path = entry->resolved_path;
-	entry->response.root_index = file->root_index;
-	etag_format(entry->response.etag, file->mtime, file->size);
-	http_date_format(entry->response.last_modified, file->mtime.tv_sec);
-	size_t lines_size = 128 + (cache_control ? strlen(cache_control) : 0);
+	entry->file.representation.cache_control = entry->cache_control;
+	entry->file.resolved_path = entry->resolved_path;
+	entry->file.root_index = file->root_index;
+	etag_format(entry->file.representation.etag, file->mtime, file->size);
+	http_date_format(entry->file.representation.last_modified, file->mtime.tv_sec);
+	size_t lines_size = RESPONSE_FILE_LINES_SIZE(cache_control ? strlen(cache_control) : 0);
 	if ((entry->file_lines = malloc(lines_size)) == NULL ||
-	    head_file_lines(entry->file_lines, lines_size, entry->response.last_modified,
-			    entry->response.etag, cache_control) == 0) {
+	    response_head_file_lines(entry->file_lines, lines_size, entry->file.representation.last_modified,
+			    entry->file.representation.etag, cache_control) == 0) {
 		free_entry(entry);
 		return NULL;
 	}
-	entry->response.file_lines = entry->file_lines;
+	entry->file.representation.file_lines = entry->file_lines;
 	return entry;
 fail:
 	close(file->fd);
@@ -324,7 +324,7 @@ fail:
 }
 
 struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,
-					   const struct media_file *file, uint64_t generation,
+					   const struct opened_file *file, uint64_t generation,
 					   const char *cache_control)
 {
 	struct file_cache_entry *entry = new_entry(cache, path, file, generation, cache_control);
@@ -355,9 +355,9 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 	return entry;
 }
 
-const struct response_file *file_cache_response(const struct file_cache_entry *entry)
+const struct cached_file *file_cache_file(const struct file_cache_entry *entry)
 {
-	return &entry->response;
+	return &entry->file;
 }
 
 void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry)

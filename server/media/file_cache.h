@@ -21,9 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/buffer.h>
+
 #include "base/lru.h"
 #include "media/media.h"
-#include "media/response_file.h"
+#include "http/representation.h"
 
 struct file_cache;
 struct file_cache_entry;
@@ -54,11 +56,19 @@ struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *pa
  * (the fd is closed then too).
  */
 struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,
-					   const struct media_file *file, uint64_t generation,
+					   const struct opened_file *file, uint64_t generation,
 					   const char *cache_control);
 
-/* What a response needs; valid while the reference is held. */
-const struct response_file *file_cache_response(const struct file_cache_entry *entry);
+/* A file on disk as an answer needs it; valid while the entry's reference is held. */
+struct cached_file {
+	struct representation representation;
+	struct evbuffer_file_segment *segment; /* the whole file, by sendfile; the entry's */
+	const char *resolved_path;	       /* canonical path, for the offload headers */
+	int root_index;			       /* the media root containing it */
+};
+
+/* The entry's file; valid while the reference is held. */
+const struct cached_file *file_cache_file(const struct file_cache_entry *entry);
 
 void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry);
 

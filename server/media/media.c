@@ -96,7 +96,7 @@ static int descriptor_path(int fd, char *out, size_t out_size)
 
 /* Fills file from an open descriptor; closes it and says why if it is not a regular file. */
 static enum media_status describe_opened(int fd, const char *resolved_path, int root_index,
-					 struct media_file *file, int *error_number)
+					 struct opened_file *file, int *error_number)
 {
 	struct stat info;
 	if (fstat(fd, &info) < 0) {
@@ -122,7 +122,7 @@ static enum media_status describe_opened(int fd, const char *resolved_path, int 
 
 /* 0: the beneath-the-root open decided (see *status); -1: take the careful path instead. */
 static int open_beneath(const struct media_roots *roots, const char *path,
-			struct media_file *file, enum media_status *status, int *error_number)
+			struct opened_file *file, enum media_status *status, int *error_number)
 {
 	/* O_NONBLOCK: a FIFO planted in a root must not block the worker. */
 	static const struct open_how how = {
@@ -160,7 +160,7 @@ static int open_beneath(const struct media_roots *roots, const char *path,
 }
 
 enum media_status media_open(const struct media_roots *roots, const char *path,
-			     struct media_file *file, int *error_number)
+			     struct opened_file *file, int *error_number)
 {
 	const char *const *root_paths = (const char *const *)roots->paths;
 	char resolved[PATH_MAX];

@@ -34,7 +34,7 @@ enum media_status {
 };
 
 /* An opened track. fd is the caller's to close. */
-struct media_file {
+struct opened_file {
 	int fd;
 	uint64_t size;
 	struct timespec mtime;
@@ -52,7 +52,7 @@ void media_roots_free(struct media_roots *roots);
 
 /* Opens path if it is a regular file inside a root. On failure *error_number holds errno, if any. */
 enum media_status media_open(const struct media_roots *roots, const char *path,
-			     struct media_file *file, int *error_number);
+			     struct opened_file *file, int *error_number);
 
 /* A short description of a status, for logs. */
 const char *media_status_describe(enum media_status status);

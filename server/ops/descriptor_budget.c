@@ -8,8 +8,11 @@
 
 static unsigned long long fixed_descriptors(const struct descriptor_budget_input *input)
 {
+	unsigned long long metrics = input->metrics_connections > 0
+					     ? DESCRIPTORS_PER_WORKER + input->metrics_connections
+					     : 0;
 	return DESCRIPTORS_RESERVED + (unsigned long long)input->lookup_threads * 2 +
-	       input->open_file_cache_entries;
+	       input->open_file_cache_entries + metrics;
 }
 
 static unsigned long long worker_descriptors(unsigned workers)

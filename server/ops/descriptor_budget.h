@@ -11,7 +11,9 @@
  * budget is decided before any worker starts: a worker count that was given
  * and does not fit is refused with one message; the default (one per CPU) is
  * lowered until the workers take at most half of what is left for them and
- * the connections.
+ * the connections. The metrics listener's worker and its own connection cap
+ * are set aside first, like the reserve: a flood of scrapers can take only
+ * those, never a track connection's descriptor.
  */
 #ifndef MUSICD_DESCRIPTOR_BUDGET_H
 #define MUSICD_DESCRIPTOR_BUDGET_H
@@ -28,6 +30,7 @@ struct descriptor_budget_input {
 	unsigned default_workers;	   /* one per CPU, at most CONFIG_MAX_WORKERS */
 	unsigned lookup_threads;	   /* each may hold two database connections */
 	unsigned open_file_cache_entries;  /* each holds one open file */
+	unsigned metrics_connections;	   /* the metrics listener's cap; 0: no metrics listener */
 	unsigned max_connections;	   /* 0: what the limit leaves room for */
 	unsigned max_connections_ceiling;  /* CONFIG_MAX_CONNECTIONS */
 };

@@ -31,7 +31,7 @@ int liveness_await(struct worker *workers, unsigned count, unsigned timeout_ms, 
 	while ((late = first_unanswered(workers, count)) < count) {
 		if (waited_ns >= (unsigned long long)timeout_ms * 1000 * 1000) {
 			snprintf(error, error_size,
-				 "worker %u did not start running its loop within %u ms", late,
+				 "%s did not start running its loop within %u ms", workers[late].role.name,
 				 timeout_ms);
 			return -1;
 		}
@@ -47,9 +47,9 @@ bool liveness_tick(struct liveness_watch *watch, struct worker *workers, unsigne
 	unsigned late = first_unanswered(workers, count);
 	bool alive = late == count;
 	if (!alive && !watch->stuck_reported) {
-		log_warn("worker %u has not run its loop since the last watchdog tick: WATCHDOG=1 "
+		log_warn("%s has not run its loop since the last watchdog tick: WATCHDOG=1 "
 			 "is withheld until it does (systemd restarts musicd after WatchdogSec)",
-			 late);
+			 workers[late].role.name);
 		watch->stuck_reported = true;
 	} else if (alive && watch->stuck_reported) {
 		log_info("every worker runs its loop again: WATCHDOG=1 resumes");

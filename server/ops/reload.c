@@ -48,18 +48,18 @@ static struct settings *next_snapshot(const struct settings *running, const stru
 	return next;
 }
 
-static void apply(const struct service *service, struct settings *next)
+static void apply(const struct resources *resources, struct settings *next)
 {
 	const struct config *config = &next->config;
 	log_set_level(config->log_level);
-	lookup_cache_set_ttl(service->lookup_cache, config->lookup_cache_ttl,
+	lookup_cache_set_ttl(resources->lookup_cache, config->lookup_cache_ttl,
 			     config->lookup_cache_negative_ttl);
-	file_cache_set_intervals(service->file_cache, config->open_file_cache_valid,
+	file_cache_set_intervals(resources->file_cache, config->open_file_cache_valid,
 				 config->open_file_cache_inactive);
-	settings_board_publish(service->settings, next);
+	settings_board_publish(resources->settings, next);
 }
 
-void reload_run(struct reload *reload, const struct service *service)
+void reload_run(struct reload *reload, const struct resources *resources)
 {
 	const char *path = reload->given.config_file;
 	char error[CONFIG_ERROR_MAX];
@@ -80,14 +80,14 @@ void reload_run(struct reload *reload, const struct service *service)
 	}
 	struct reload_plan plan;
 	reload_plan_make(&reload->given, &loaded, &plan);
-	const struct settings *running = settings_board_current(service->settings);
+	const struct settings *running = settings_board_current(resources->settings);
 	struct settings *next = next_snapshot(running, &loaded, error, sizeof(error));
 	if (next == NULL) {
 		log_error("SIGHUP: %s; settings unchanged", error);
 		goto out;
 	}
 	uint64_t generation = next->generation;
-	apply(service, next);
+	apply(resources, next);
 	if (config_copy_live(&reload->given, &loaded) < 0)
 		log_error("SIGHUP: out of memory; the next reload may name settings as changed that "
 			  "are not");

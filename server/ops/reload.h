@@ -13,7 +13,7 @@
 #define MUSICD_RELOAD_H
 
 #include "config/config.h"
-#include "respond/service.h"
+#include "respond/resources.h"
 
 struct reload {
 	int argc;
@@ -28,8 +28,8 @@ struct reload {
 /* Keeps argv and a copy of the settings as given, before main settles any; -1 if out of memory. */
 int reload_init(struct reload *reload, int argc, char *const *argv, const struct config *given);
 
-/* Re-reads the config file and applies it to service (see above); logs what it did. */
-void reload_run(struct reload *reload, const struct service *service);
+/* Re-reads the config file and applies it to resources (see above); logs what it did. */
+void reload_run(struct reload *reload, const struct resources *resources);
 
 void reload_free(struct reload *reload);
 

@@ -1,8 +1,9 @@
 /*
  * worker: one thread running one event_base, with its own exchange server
- * (evhttp on its own SO_REUSEPORT listening socket). Everything a request
- * touches on its way in and out (evhttp objects, exchanges, timers) belongs
- * to exactly one worker.
+ * (evhttp on its own SO_REUSEPORT listening socket) answering one listener's
+ * routes: the track listener's workers, and the metrics listener's one.
+ * Everything a request touches on its way in and out (evhttp objects,
+ * exchanges, timers) belongs to exactly one worker.
  */
 #ifndef MUSICD_WORKER_H
 #define MUSICD_WORKER_H
@@ -12,13 +13,20 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "media/file_cache.h"
 #include "wire/exchange.h"
-#include "respond/service.h"
+
+/* What a worker serves; its exchange settings outlive it (the worker keeps a copy). */
+struct worker_role {
+	char name[16];			    /* its thread's ("worker 3", "metrics"), as top -H shows it */
+	struct exchange_settings settings;  /* snapshots, connection cap, counters */
+	exchange_request_cb on_request;	    /* its routes (respond/routes.h) */
+	void *arg;
+	struct file_cache *sweeps;	    /* the cache it closes idle files of; NULL: none */
+};
 
 struct worker {
-	unsigned index;
-	const struct service *service;
-	struct exchange_settings settings; /* what its exchange server reads */
+	struct worker_role role;
 	struct event_base *base;
 	struct exchange_server *server;
 	pthread_t thread;
@@ -34,19 +42,15 @@ struct worker {
 
 	/* Worker-thread only. */
 	unsigned grace_ms;
-	struct event *housekeeping; /* worker 0 only: closes idle cached files */
+	struct event *housekeeping; /* with role.sweeps: closes idle cached files */
 	struct event *drain_deadline;
 };
 
-/*
- * Builds the worker's loop and exchange server around listen_fd (taken
- * over). open_connections is shared by every worker, for --max-connections.
- * -1 with a message.
- */
-int worker_init(struct worker *worker, unsigned index, const struct service *service,
-		atomic_uint *open_connections, int listen_fd, char *error, size_t error_size);
+/* Builds the worker's loop and exchange server around listen_fd (taken over). -1 with a message. */
+int worker_init(struct worker *worker, const struct worker_role *role, int listen_fd,
+		char *error, size_t error_size);
 
-/* Runs the loop on a new thread, named "worker N" (as top -H and /proc show it). */
+/* Runs the loop on a new thread, named after the role. */
 int worker_start(struct worker *worker);
 
 /* From any thread: asks the worker's loop to run its heartbeat once more. */
@@ -65,7 +69,7 @@ void worker_request_stop(struct worker *worker, unsigned grace_ms);
 /* Waits for the worker's thread to return. */
 void worker_join(struct worker *worker);
 
-/* After the lookup pool stopped: runs the results it handed back, so their exchanges end. */
+/* After the database pool stopped: runs the results it handed back, so their exchanges end. */
 void worker_flush(struct worker *worker);
 
 /* Closes remaining connections and frees everything (after worker_join). */

@@ -1,39 +1,52 @@
 /*
- * health: a probe is a real findById through the lookup pool (for an id no
+ * health: a probe is a real findById through the database pool (for an id no
  * document has), so it proves what a track request needs: the pool, the
  * connection, the collection and the deadline. It reads with the URI's read
  * preference, as lookups do (a secondary, with secondaryPreferred), and its
- * "no such document" is never asked of the primary again (lookup.c): the
- * probe answers for the members lookups read from.
+ * "no such document" is never asked of the primary again (find_track.c): the
+ * probe answers for the members lookups read from. Every failure is 503, the
+ * answer a load balancer reads as "take me out".
  */
 #include "respond/health.h"
 
-#include "base/log.h"
-#include "respond/response.h"
+#include <stdlib.h>
 
+#include "base/log.h"
+#include "respond/answer.h"
+#include "respond/lookup_wait.h"
+
+/* A probe counts as a lookup (musicd_lookups_in_flight, musicd_lookup_errors_total). */
 static void on_probe_result(struct exchange *exchange, void *arg)
 {
-	const struct lookup_job *job = exchange_job(exchange);
-	(void)arg;
-	if (!exchange_can_respond(exchange))
-		return;
-	if (job->status == LOOKUP_NOT_FOUND || job->status == LOOKUP_FOUND) {
-		response_send_text(exchange, 200, "ok\n");
-		return;
+	struct lookup_wait *probe = arg;
+	enum lookup_status status = probe->lookup.job.status;
+	lookup_wait_delivered(exchange, probe);
+	if (exchange_can_respond(exchange)) {
+		if (status == LOOKUP_NOT_FOUND || status == LOOKUP_FOUND) {
+			answer_text(exchange, 200, "ok\n");
+		} else {
+			log_warn("healthz: %s: %s", lookup_status_describe(status),
+				 probe->lookup.job.detail);
+			answer_error(exchange, 503);
+		}
 	}
-	log_warn("healthz: %s: %s", lookup_status_describe(job->status), job->detail);
-	response_send_error(exchange, 503);
+	find_track_release(&probe->lookup);
+	free(probe);
 }
 
 static void on_probe_deadline(struct exchange *exchange, void *arg)
 {
-	(void)arg;
+	lookup_wait_timed_out(exchange, arg);
 	log_warn("healthz: database did not answer in time");
-	response_send_error(exchange, 503);
+	answer_error(exchange, 503);
 }
 
-void health_handle(struct exchange *exchange)
+void health_handle(struct exchange *exchange, const struct resources *resources)
 {
-	if (exchange_lookup(exchange, LOOKUP_PROBE, "", on_probe_result, on_probe_deadline, NULL) < 0)
-		response_send_error(exchange, 503);
+	struct lookup_wait *probe = calloc(1, sizeof(*probe));
+	if (probe == NULL || lookup_wait_start(exchange, resources->db, probe, FIND_PROBE, NULL,
+					       on_probe_result, on_probe_deadline, probe) < 0) {
+		free(probe);
+		answer_error(exchange, 503);
+	}
 }

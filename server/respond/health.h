@@ -6,8 +6,9 @@
 #ifndef MUSICD_HEALTH_H
 #define MUSICD_HEALTH_H
 
+#include "respond/resources.h"
 #include "wire/exchange.h"
 
-void health_handle(struct exchange *exchange);
+void health_handle(struct exchange *exchange, const struct resources *resources);
 
 #endif

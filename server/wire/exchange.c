@@ -44,6 +44,7 @@
 #include "base/clock.h"
 #include "http/framing.h"
 #include "http/http_date.h"
+#include "http/request_scan.h"
 #include "wire/linger.h"
 #include "base/log.h"
 
@@ -55,8 +56,8 @@
 #define ACCEPT_PAUSE_MS 100
 /* Accept errors and refused connections are reported at most this often. */
 #define REPORT_INTERVAL_SECONDS 10
-/* Content-Length or Transfer-Encoding lines looked at; more than this is refused. */
-#define FRAMING_LINES_MAX 8
+/* Connection lines read as one list of options; past this many, close is assumed. */
+#define CONNECTION_LINES_MAX 8
 /* Head writes (head, then each part of a multipart body) before leaving it to the loop. */
 #define FLUSH_WRITES_MAX 8
 /* X-Forwarded-For lines read as one list for the access log. */
@@ -86,7 +87,14 @@ struct connection {
 	int timer_armed;		       /* cheaper to keep than to ask event_pending */
 	int head_in_progress;		       /* from a head's first byte to its end */
 	struct timespec head_started;	       /* that first byte (CLOCK_MONOTONIC) */
-	struct evbuffer_cb_entry *first_byte;  /* on the input while waiting for the next head */
+	struct evbuffer_cb_entry *input_watch; /* scans every byte added to the input */
+	struct request_scan scan;	       /* what those bytes are (request_scan.h) */
+	uint64_t fed;			       /* bytes the scan handed on into the input */
+	uint64_t message_start;		       /* where the scan's current request began (in fed) */
+	unsigned scan_began;		       /* the scan's message count at that start */
+	int editing_input;		       /* the watch is rewriting the input: ignore it */
+	unsigned handed;		       /* requests evhttp handed over */
+	int refusal_answered;		       /* the scan's refusal has gone out */
 	struct exchange *current;	       /* the exchange being answered, or NULL */
 	int peer_closed;		       /* the client's FIN arrived while a request waited */
 	int counted;			       /* holds a place under --max-connections */
@@ -132,19 +140,16 @@ struct exchange {
 	int refs;
 	int close_after;
 	int closes;	      /* the connection ends after the response (as evhttp_send_done decides) */
-	int refused;
-	int deadline_passed; /* the lookup deadline answered before the lookup ended */
+	char *origin_target; /* an absolute-form target's path and query; NULL: none */
 
-	/* While waiting on a lookup. */
+	/* While waiting for work finishing elsewhere (exchange_wait). */
 	struct event *client_watch; /* reads the socket: an RST, a hang-up, the FIN */
 	struct event *deadline;
-	struct event *delivery;	    /* the lookup job's, activated by the pool */
+	struct event *delivery;	    /* activated by whoever does the work; made once, reused */
 	exchange_wait_cb on_deadline;
-	exchange_wait_cb on_lookup_result;
+	exchange_wait_cb on_done;
 	void *wait_arg;
-	int job_in_flight;	    /* exchange->job or a caller's (exchange_call) */
-	int lookup_counted;	    /* the job in flight is a lookup the metrics count */
-	struct lookup_job job;
+	int waiting;		    /* a wait is pending: its delivery holds a reference */
 
 	/* A body streamed as it arrives (exchange_stream_start). */
 	int streaming;		    /* from the head until the last byte is queued */
@@ -163,6 +168,11 @@ static void start_last_call(struct connection *connection);
 static void on_backlog_pass(evutil_socket_t fd, short what, void *arg);
 
 /* --- Reports --- */
+
+static const char *log_prefix(const struct exchange_server *server)
+{
+	return server->settings->log_prefix != NULL ? server->settings->log_prefix : "";
+}
 
 static time_t monotonic_seconds(void)
 {
@@ -191,13 +201,13 @@ static pthread_mutex_t listeners_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	struct evconnlistener *listener;
 	struct exchange_server *server;
-} listeners[CONFIG_MAX_WORKERS];
+} listeners[EXCHANGE_SERVERS_MAX];
 
 static int register_listener(struct evconnlistener *listener, struct exchange_server *server)
 {
 	int registered = -1;
 	pthread_mutex_lock(&listeners_lock);
-	for (size_t i = 0; i < CONFIG_MAX_WORKERS && registered < 0; i++) {
+	for (size_t i = 0; i < EXCHANGE_SERVERS_MAX && registered < 0; i++) {
 		if (listeners[i].listener == NULL) {
 			listeners[i].listener = listener;
 			listeners[i].server = server;
@@ -211,7 +221,7 @@ static int register_listener(struct evconnlistener *listener, struct exchange_se
 static void unregister_listener(struct evconnlistener *listener)
 {
 	pthread_mutex_lock(&listeners_lock);
-	for (size_t i = 0; i < CONFIG_MAX_WORKERS; i++) {
+	for (size_t i = 0; i < EXCHANGE_SERVERS_MAX; i++) {
 		if (listeners[i].listener == listener)
 			listeners[i].listener = NULL;
 	}
@@ -222,7 +232,7 @@ static struct exchange_server *server_of_listener(struct evconnlistener *listene
 {
 	struct exchange_server *server = NULL;
 	pthread_mutex_lock(&listeners_lock);
-	for (size_t i = 0; i < CONFIG_MAX_WORKERS && server == NULL; i++) {
+	for (size_t i = 0; i < EXCHANGE_SERVERS_MAX && server == NULL; i++) {
 		if (listeners[i].listener == listener)
 			server = listeners[i].server;
 	}
@@ -244,9 +254,10 @@ static void on_accept_error(struct evconnlistener *listener, void *unused)
 	if (server == NULL)
 		return;
 	if (report_due(&server->accept_errors)) {
-		log_error("cannot accept connections: %s (%u times since the last report); pausing "
-			  "accepts for %d ms each time",
-			  strerror(error_number), server->accept_errors.count, ACCEPT_PAUSE_MS);
+		log_error("%scannot accept connections: %s (%u times since the last report); "
+			  "pausing accepts for %d ms each time",
+			  log_prefix(server), strerror(error_number), server->accept_errors.count,
+			  ACCEPT_PAUSE_MS);
 		server->accept_errors.count = 0;
 	}
 	struct timeval pause = {.tv_sec = 0, .tv_usec = ACCEPT_PAUSE_MS * 1000};
@@ -292,19 +303,12 @@ static int remember_connection(struct exchange_server *server, struct connection
 	return 0;
 }
 
-static void stop_awaiting_first_byte(struct connection *connection)
-{
-	if (connection->first_byte != NULL) {
-		evbuffer_remove_cb_entry(bufferevent_get_input(connection->bev),
-					 connection->first_byte);
-		connection->first_byte = NULL;
-	}
-}
-
 static void connection_free(struct connection *connection)
 {
 	struct exchange_server *server = connection->server;
-	stop_awaiting_first_byte(connection);
+	if (connection->input_watch != NULL)
+		evbuffer_remove_cb_entry(bufferevent_get_input(connection->bev),
+					 connection->input_watch);
 	if (connection->fd >= 0 && (size_t)connection->fd < server->by_fd_size &&
 	    server->by_fd[connection->fd] == connection)
 		server->by_fd[connection->fd] = NULL;
@@ -332,36 +336,6 @@ static void head_begins(struct connection *connection)
 		evtimer_add(connection->timer, &connection->server->header_timeout);
 		connection->timer_armed = 1;
 	}
-}
-
-static void on_input_added(struct evbuffer *input, const struct evbuffer_cb_info *info, void *arg)
-{
-	struct connection *connection = arg;
-	(void)input;
-	if (info->n_added == 0)
-		return;
-	/* Safe inside the callback: evbuffer_invoke_callbacks_ took the next entry already. */
-	stop_awaiting_first_byte(connection);
-	head_begins(connection);
-}
-
-/*
- * The next head's deadline starts with its first byte, which may have arrived
- * already. Meanwhile a callback on the input notices it; it is there only
- * until then, since any callback on a buffer makes each of evhttp's line
- * reads walk the list.
- */
-static void await_next_head(struct connection *connection)
-{
-	struct evbuffer *input = bufferevent_get_input(connection->bev);
-	if (evbuffer_get_length(input) > 0) {
-		head_begins(connection);
-		return;
-	}
-	if (connection->first_byte == NULL)
-		connection->first_byte = evbuffer_add_cb(input, on_input_added, connection);
-	if (connection->first_byte == NULL)
-		head_begins(connection); /* out of memory: count from now, which is stricter */
 }
 
 /*
@@ -406,39 +380,232 @@ static void linger_and_close(struct connection *connection)
 	evhttp_connection_free(connection->evcon);
 }
 
-/*
- * A head was not complete in time. evhttp holds a half-read request it will
- * not give us, and nothing is being written, so the 408 goes straight to the
- * socket (it is short: the socket buffer takes it) and the connection ends.
- */
-static void on_head_timeout(struct connection *connection)
+/* The peer's address, as evhttp keeps it ("-" before it is known). */
+static const char *peer_address(struct connection *connection)
 {
-	static const char body[] = "408 Request Timeout\n";
+	char *address = NULL;
+	ev_uint16_t port = 0;
+	if (connection->evcon != NULL)
+		evhttp_connection_get_peer(connection->evcon, &address, &port);
+	return address != NULL ? address : "-";
+}
+
+/*
+ * Answers status on the socket itself and ends the connection: for what no
+ * request of evhttp's stands for (a head not complete in time: 408; a request
+ * the scan refused). Nothing is being written (every answer before it is
+ * complete), and the answer is short, so the socket buffer takes it whole.
+ * It is logged and counted like any request, with what the scan kept of it.
+ */
+static void answer_on_socket(struct connection *connection, int status)
+{
+	struct exchange_server *server = connection->server;
 	/* On the worker's thread: the slot's snapshot stays until its next request. */
-	const struct config *config =
-		&settings_slot_current(connection->server->settings->snapshots)->config;
-	struct head head = {
+	const struct settings *settings = settings_slot_current(server->settings->snapshots);
+	const struct request_scan *scan = &connection->scan;
+	char body[64];
+	int body_length = snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
+	struct response_head head = {
 		.http_minor = 1,
-		.status = 408,
-		.reason = "Request Timeout",
-		.date = http_date_now(&connection->server->date),
+		.status = status,
+		.reason = response_reason(status),
+		.date = http_date_now(&server->date),
 		.content_type = "text/plain; charset=utf-8",
 		.has_length = 1,
-		.content_length = sizeof(body) - 1,
-		.connection = HEAD_CONNECTION_CLOSE,
+		.content_length = (uint64_t)body_length,
+		.connection = RESPONSE_CONNECTION_CLOSE,
 	};
-	if (config->error_cache_control != NULL)
-		head_add_field(&head, "Cache-Control", config->error_cache_control);
-	char text[HEAD_MAX + sizeof(body)];
-	size_t length = head_format(text, HEAD_MAX, &head);
-	log_debug("request head not complete within %u s; answering 408", config->header_timeout);
+	if (settings->config.error_cache_control != NULL)
+		response_head_add(&head, "Cache-Control", settings->config.error_cache_control);
+	char text[RESPONSE_HEAD_MAX + sizeof(body)];
+	size_t length = response_head_format(text, RESPONSE_HEAD_MAX, &head);
+	uint64_t sent = 0;
+	/* A HEAD's answer has the same head and no body. */
+	size_t with_body = strcmp(scan->method, "HEAD") == 0 ? 0 : (size_t)body_length;
 	if (length > 0) {
-		memcpy(text + length, body, sizeof(body) - 1);
-		ssize_t ignored = send(connection->fd, text, length + sizeof(body) - 1,
+		memcpy(text + length, body, with_body);
+		ssize_t written = send(connection->fd, text, length + with_body,
 				       MSG_DONTWAIT | MSG_NOSIGNAL);
-		(void)ignored;
+		if (written > (ssize_t)length)
+			sent = (uint64_t)written - length;
+	}
+	char method[SCAN_METHOD_MAX + 1], target[SCAN_TARGET_KEEP + 1];
+	snprintf(method, sizeof(method), "%s", scan->method_length > 0 ? scan->method : "-");
+	snprintf(target, sizeof(target), "%s", scan->target_length > 0 ? scan->target : "-");
+	metrics_count_request(server->settings->metrics, metrics_method_of(method), status, sent);
+	if (settings->access_log != NULL && server->settings->log_requests) {
+		struct access_entry entry = {
+			.client = peer_address(connection),
+			.time = time(NULL),
+			.method = method,
+			.target = target,
+			.http_major = scan->http_major >= 0 ? scan->http_major : 1,
+			.http_minor = scan->http_minor >= 0 ? scan->http_minor : 1,
+			.status = status,
+			.body_bytes = sent,
+			.seconds = clock_seconds_since(&connection->head_started),
+		};
+		access_log_write(settings->access_log, &entry);
 	}
 	linger_and_close(connection);
+}
+
+static void on_head_timeout(struct connection *connection)
+{
+	log_debug("request head not complete within %ld s; answering 408",
+		  (long)connection->server->header_timeout.tv_sec);
+	answer_on_socket(connection, 408);
+}
+
+/* --- Every byte of the input, scanned (request_scan.h) --- */
+
+/*
+ * The scan refused a request: it is answered once every request before it
+ * is, and evhttp never sees it. The check runs from the connection's timer
+ * (event_active), never inside a bufferevent or evhttp callback, since the
+ * answer frees the connection.
+ */
+static void answer_refusal_when_due(struct connection *connection)
+{
+	const struct request_scan *scan = &connection->scan;
+	if (connection->refusal_answered || connection->current != NULL ||
+	    connection->handed + 1 < scan->messages)
+		return;
+	connection->refusal_answered = 1;
+	log_debug("request refused before parsing: %s; answering %d", scan->refusal_reason,
+		  scan->refusal);
+	answer_on_socket(connection, scan->refusal);
+}
+
+static void schedule_refusal(struct connection *connection)
+{
+	if (connection->scan.refusal != 0 && !connection->refusal_answered)
+		event_active(connection->timer, EV_TIMEOUT, 1);
+}
+
+/* Keeps the input's first keep bytes and drops the rest (what evhttp must never parse). */
+static void truncate_input(struct connection *connection, struct evbuffer *input, size_t keep)
+{
+	size_t length = evbuffer_get_length(input);
+	if (keep >= length)
+		return;
+	connection->editing_input = 1;
+	if (keep == 0) {
+		evbuffer_drain(input, length);
+	} else {
+		struct evbuffer *kept = evbuffer_new();
+		if (kept == NULL || evbuffer_remove_buffer(input, kept, keep) != (int)keep) {
+			/* Out of memory: nothing of this connection's input can be trusted now. */
+			evbuffer_drain(input, evbuffer_get_length(input));
+		} else {
+			evbuffer_drain(input, evbuffer_get_length(input));
+			evbuffer_add_buffer(input, kept);
+		}
+		if (kept != NULL)
+			evbuffer_free(kept);
+	}
+	connection->editing_input = 0;
+}
+
+/* A scan event for the byte at absolute position at (in fed bytes). */
+static void on_scan_event(struct connection *connection, enum scan_event event, uint64_t at)
+{
+	if (connection->scan.messages != connection->scan_began) {
+		/* Its first byte: also when that byte was the one refused. */
+		connection->scan_began = connection->scan.messages;
+		connection->message_start = at;
+		/* The first head's deadline runs from the connection's start; a later one's from
+		   here, unless an answer is in flight (it starts when that one completes). */
+		if (connection->scan.messages > 1 && connection->current == NULL)
+			head_begins(connection);
+	}
+	if (event == SCAN_HEAD_DONE)
+		connection->head_in_progress = 0;
+}
+
+/*
+ * The bytes [from, length) of the input are new: they go through the scan,
+ * in place while nothing in them is rewritten. From a refusal on, the
+ * refused request and all after it are dropped; inside a chunked body the
+ * rest is taken out, rewritten by the scan (chunk extensions dropped) and put
+ * back, so the input evhttp parses only ever holds what the scan handed on.
+ */
+static void scan_new_bytes(struct connection *connection, struct evbuffer *input, size_t from)
+{
+	struct request_scan *scan = &connection->scan;
+	size_t length = evbuffer_get_length(input);
+	uint64_t input_start = connection->fed - from; /* where the input's first byte is in fed */
+	size_t position = from;
+	while (position < length && scan->refusal == 0 && !request_scan_rewrites(scan)) {
+		struct evbuffer_ptr at;
+		struct evbuffer_iovec piece;
+		if (evbuffer_ptr_set(input, &at, position, EVBUFFER_PTR_SET) < 0 ||
+		    evbuffer_peek(input, (ev_ssize_t)(length - position), &at, &piece, 1) < 1)
+			break;
+		size_t size = piece.iov_len < length - position ? piece.iov_len : length - position;
+		struct scan_step step = request_scan_feed(scan, piece.iov_base, size, NULL);
+		position += step.consumed;
+		connection->fed += step.consumed;
+		if (step.event != SCAN_NONE)
+			on_scan_event(connection, step.event, connection->fed - 1);
+	}
+	if (position < length && scan->refusal == 0) {
+		/* A chunked body: the rest of the bytes go out, rewritten, and back in. */
+		size_t rest = length - position;
+		char *bytes = malloc(rest), *out = malloc(rest);
+		struct evbuffer *front = evbuffer_new();
+		connection->editing_input = 1;
+		if (bytes == NULL || out == NULL || front == NULL ||
+		    evbuffer_remove_buffer(input, front, position) != (int)position ||
+		    evbuffer_remove(input, bytes, rest) != (int)rest) {
+			log_error("out of memory scanning a request body; refusing it");
+			evbuffer_drain(input, evbuffer_get_length(input));
+			scan->refusal = 500;
+			scan->refusal_reason = "out of memory";
+		} else {
+			size_t done = 0, produced = 0;
+			while (done < rest && scan->refusal == 0) {
+				struct scan_step step = request_scan_feed(scan, bytes + done, rest - done,
+									  out + produced);
+				done += step.consumed;
+				produced += step.produced;
+				connection->fed += step.produced;
+				/* A refused byte is not handed on: it would have been at fed. */
+				if (step.event != SCAN_NONE)
+					on_scan_event(connection, step.event,
+						      step.event == SCAN_REFUSED ? connection->fed
+										 : connection->fed - 1);
+			}
+			evbuffer_add_buffer(input, front);
+			evbuffer_add(input, out, produced);
+		}
+		connection->editing_input = 0;
+		if (front != NULL)
+			evbuffer_free(front);
+		free(bytes);
+		free(out);
+	}
+	if (scan->refusal != 0) {
+		uint64_t start = connection->message_start;
+		truncate_input(connection, input, start > input_start ? (size_t)(start - input_start) : 0);
+		connection->fed = input_start + evbuffer_get_length(input);
+		schedule_refusal(connection);
+	}
+}
+
+/* Every change of the input: new bytes are scanned before evhttp's read callback sees them. */
+static void on_input_changed(struct evbuffer *input, const struct evbuffer_cb_info *info,
+			     void *arg)
+{
+	struct connection *connection = arg;
+	if (info->n_added == 0 || connection->editing_input)
+		return;
+	size_t from = evbuffer_get_length(input) - info->n_added;
+	if (connection->scan.refusal != 0) {
+		truncate_input(connection, input, from); /* nothing after a refusal is read */
+		return;
+	}
+	scan_new_bytes(connection, input, from);
 }
 
 static void end_request_side(struct exchange *exchange, struct evhttp_connection *evcon);
@@ -491,14 +658,34 @@ static void set_up_connection(struct connection *connection)
 	metrics_count_connection(settings->metrics, open > settings->max_connections);
 	if (open > settings->max_connections) {
 		if (report_due(&server->refused)) {
-			log_warn("%u connections open: closing new ones beyond --max-connections %u "
-				 "(%u since the last report)",
-				 open - 1, settings->max_connections, server->refused.count);
+			log_warn("%s%u connections open: closing new ones beyond %s %u (%u since the "
+				 "last report)",
+				 log_prefix(server), open - 1,
+				 settings->cap_name ? settings->cap_name : "--max-connections",
+				 settings->max_connections, server->refused.count);
 			server->refused.count = 0;
 		}
 		evhttp_connection_free(evcon);
 		return;
 	}
+	/*
+	 * Every byte read from here on goes through the scan before evhttp's read
+	 * callback sees it; and the input is bounded whoever reads it, evhttp's
+	 * own answers included (evhttp_write_buffer reads on with no read
+	 * callback while it writes one): a head and a body at most.
+	 */
+	struct bufferevent *bev = connection->bev;
+	const struct config *config = &settings_slot_current(settings->snapshots)->config;
+	struct request_scan_limits limits = {config->max_header_size, MAX_BODY_SIZE};
+	request_scan_init(&connection->scan, &limits);
+	connection->input_watch =
+		evbuffer_add_cb(bufferevent_get_input(bev), on_input_changed, connection);
+	if (connection->input_watch == NULL) {
+		log_error("out of memory for a connection; closing it");
+		evhttp_connection_free(evcon);
+		return;
+	}
+	bufferevent_setwatermark(bev, EV_READ, 0, config->max_header_size + MAX_BODY_SIZE);
 	/* The first head's deadline runs from the connection's start. */
 	head_begins(connection);
 	if (server->draining)
@@ -530,6 +717,8 @@ static void on_connection_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!connection->set_up) {
 		set_up_connection(connection);
+	} else if (connection->scan.refusal != 0) {
+		answer_refusal_when_due(connection);
 	} else {
 		connection->timer_armed = 0;
 		on_head_deadline(connection);
@@ -600,6 +789,8 @@ int exchange_is_head(const struct exchange *exchange)
 
 const char *exchange_target(const struct exchange *exchange)
 {
+	if (exchange->origin_target != NULL)
+		return exchange->origin_target;
 	return exchange->req != NULL ? evhttp_request_get_uri(exchange->req) : "-";
 }
 
@@ -620,58 +811,62 @@ const struct config *exchange_config(const struct exchange *exchange)
 	return &exchange->snapshot->config;
 }
 
-int exchange_is_refused(const struct exchange *exchange)
-{
-	return exchange->refused;
-}
-
 int exchange_can_respond(const struct exchange *exchange)
 {
 	return exchange->req != NULL && exchange->connection != NULL && exchange->status == 0;
 }
 
-struct lookup_job *exchange_job(struct exchange *exchange)
+struct metrics_worker *exchange_metrics(const struct exchange *exchange)
 {
-	return &exchange->job;
+	return exchange->server->settings->metrics;
 }
 
-/* Mirrors evhttp_method_may_have_body: the methods whose body evhttp reads. */
-static int body_is_read(enum evhttp_cmd_type method)
-{
-	return method != EVHTTP_REQ_HEAD && method != EVHTTP_REQ_TRACE;
-}
-
-/* Keeps value as the next of *count lines (only the first FRAMING_LINES_MAX are kept). */
-static void keep_line(const char **values, size_t *count, const char *value)
-{
-	if (*count < FRAMING_LINES_MAX)
-		values[*count] = value;
-	(*count)++;
-}
-
-static int framing_refused(struct evhttp_request *req)
+/*
+ * Any "close" among the Connection lines (framing_closes); past
+ * CONNECTION_LINES_MAX lines, a client this odd is closed on too.
+ */
+static int connection_lines_close(struct evhttp_request *req)
 {
 	struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
-	const char *lengths[FRAMING_LINES_MAX], *encodings[FRAMING_LINES_MAX];
-	size_t length_count = 0, encoding_count = 0;
-	/* One pass over the header list, which evhttp keeps in arrival order. */
+	const char *values[CONNECTION_LINES_MAX];
+	size_t count = 0;
 	for (struct evkeyval *header = headers->tqh_first; header != NULL;
 	     header = header->next.tqe_next) {
-		if (evutil_ascii_strcasecmp(header->key, "Content-Length") == 0)
-			keep_line(lengths, &length_count, header->value);
-		else if (evutil_ascii_strcasecmp(header->key, "Transfer-Encoding") == 0)
-			keep_line(encodings, &encoding_count, header->value);
+		if (evutil_ascii_strcasecmp(header->key, "Connection") != 0)
+			continue;
+		if (count == CONNECTION_LINES_MAX)
+			return 1;
+		values[count++] = header->value;
 	}
-	if (length_count > FRAMING_LINES_MAX || encoding_count > FRAMING_LINES_MAX)
-		return 1;
-	struct framing_request framing = {
-		.body_is_read = body_is_read(evhttp_request_get_command(req)),
-		.content_lengths = lengths,
-		.content_length_count = length_count,
-		.transfer_encodings = encodings,
-		.transfer_encoding_count = encoding_count,
-	};
-	return framing_check(&framing) == FRAMING_REFUSE;
+	return framing_closes(values, count);
+}
+
+/*
+ * An absolute-form target ("http://host/musicdb/...", RFC 9112 section
+ * 3.2.2) is served as its origin-form: the path and query, kept in target.
+ * evhttp_parse_request_line marks it EVHTTP_PROXY_REQUEST (it names no
+ * vhost of ours), which evhttp_is_request_connection_close would answer with
+ * a close unless "Proxy-Connection: keep-alive": it is a request to us,
+ * kept alive like any other. 0, or -1 if out of memory.
+ */
+static int take_origin_form(struct exchange *exchange)
+{
+	struct evhttp_request *req = exchange->req;
+	const char *uri = evhttp_request_get_uri(req);
+	if (uri[0] == '/' || uri[0] == '*' || evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT)
+		return 0;
+	const struct evhttp_uri *parsed = evhttp_request_get_evhttp_uri(req);
+	const char *path = evhttp_uri_get_path(parsed), *query = evhttp_uri_get_query(parsed);
+	if (path == NULL || path[0] == '\0')
+		path = "/";
+	size_t size = strlen(path) + (query != NULL ? strlen(query) + 1 : 0) + 1;
+	exchange->origin_target = malloc(size);
+	if (exchange->origin_target == NULL)
+		return -1;
+	snprintf(exchange->origin_target, size, "%s%s%s", path, query != NULL ? "?" : "",
+		 query != NULL ? query : "");
+	req->flags &= ~EVHTTP_PROXY_REQUEST;
+	return 0;
 }
 
 /*
@@ -707,7 +902,7 @@ static void log_access(struct exchange *exchange, struct evhttp_connection *evco
 {
 	const struct settings *settings = exchange->snapshot;
 	struct evhttp_request *req = exchange->req;
-	if (settings->access_log == NULL || req == NULL)
+	if (settings->access_log == NULL || req == NULL || !exchange->server->settings->log_requests)
 		return;
 	char *peer_address = NULL;
 	ev_uint16_t peer_port = 0;
@@ -782,8 +977,11 @@ static void on_complete(struct evhttp_request *req, void *arg)
 	stop_waiting(exchange);
 	if (connection != NULL) {
 		connection->current = NULL;
+		schedule_refusal(connection);
 		if (!closes) {
-			await_next_head(connection);
+			/* A head that began while this answer was out gets its deadline from now. */
+			if (request_scan_in_head(&connection->scan))
+				head_begins(connection);
 			/* Its head promised keep-alive: the client may send its next request now. */
 			if (server->draining)
 				start_last_call(connection);
@@ -856,16 +1054,21 @@ static void on_evhttp_request(struct evhttp_request *req, void *arg)
 	evhttp_request_set_on_complete_cb(req, on_complete, exchange);
 
 	if (connection != NULL) {
-		connection->head_in_progress = 0;
 		connection->current = exchange;
 	} else {
 		/* Not set up (out of memory at its start): it serves this one request. */
 		exchange_close_after_response(exchange);
 	}
-	if (framing_refused(req)) {
-		exchange->refused = 1;
-		exchange_close_after_response(exchange);
+	if (connection != NULL)
+		connection->handed++;
+	if (take_origin_form(exchange) < 0) {
+		log_error("out of memory for a request; closing its connection");
+		exchange_release(exchange); /* ours; the request side ends with the connection */
+		evhttp_connection_free(evcon);
+		return;
 	}
+	if (connection_lines_close(req))
+		exchange_close_after_response(exchange);
 	if (server->draining || evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT)
 		exchange_close_after_response(exchange);
 
@@ -891,9 +1094,8 @@ static void exchange_release(struct exchange *exchange)
 		event_free(exchange->delivery);
 	if (exchange->drained != NULL)
 		event_free(exchange->drained);
-	free(exchange->job.path);
 	settings_unref(exchange->snapshot);
-	free(exchange->job.gridfs);
+	free(exchange->origin_target);
 	struct exchange_server *server = exchange->server;
 	free(exchange);
 	server->live--;
@@ -953,9 +1155,6 @@ static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	stop_waiting(exchange);
-	exchange->deadline_passed = 1;
-	/* Counted now, as it is answered; the lookup's own end is then not counted again. */
-	metrics_count_lookup_error(exchange->server->settings->metrics, METRICS_LOOKUP_TIMEOUT);
 	if (exchange_can_respond(exchange) && exchange->on_deadline != NULL)
 		exchange->on_deadline(exchange, exchange->wait_arg);
 }
@@ -984,113 +1183,45 @@ fail:
 	return -1;
 }
 
-/*
- * What musicd_lookup_errors_total counts a lookup handed back as: a kind, or
- * -1 for none (or already counted, as a timeout, when its deadline passed).
- */
-static int lookup_error_kind(const struct exchange *exchange)
-{
-	if (exchange->deadline_passed)
-		return -1;
-	if (exchange->job.status == LOOKUP_UNAVAILABLE)
-		return METRICS_LOOKUP_UNAVAILABLE;
-	if (exchange->job.status == LOOKUP_FAILED)
-		return METRICS_LOOKUP_ERROR;
-	return -1;
-}
-
-/* On the worker's loop: the lookup pool handed the job back. */
-static void on_lookup_delivered(evutil_socket_t fd, short what, void *arg)
+/* On the worker's loop: whoever did the work activated the delivery. */
+static void on_work_delivered(evutil_socket_t fd, short what, void *arg)
 {
 	struct exchange *exchange = arg;
 	(void)fd;
 	(void)what;
 	stop_waiting(exchange);
-	exchange->job_in_flight = 0;
-	if (exchange->lookup_counted) {
-		exchange->lookup_counted = 0;
-		metrics_lookup_finished(exchange->server->settings->metrics,
-					lookup_error_kind(exchange));
-	}
-	exchange->on_lookup_result(exchange, exchange->wait_arg);
-	exchange_release(exchange); /* the lookup's reference */
+	exchange->waiting = 0;
+	exchange->on_done(exchange, exchange->wait_arg);
+	exchange_release(exchange); /* the wait's reference */
 }
 
-/* One job at a time: job comes back to on_result through the exchange's delivery event. */
-static int prepare_delivery(struct exchange *exchange, struct lookup_job *job,
-			    exchange_wait_cb on_result, void *arg)
+struct event *exchange_wait(struct exchange *exchange, unsigned timeout_ms,
+			    exchange_wait_cb on_done, exchange_wait_cb on_deadline, void *arg)
 {
-	if (exchange->job_in_flight)
-		return -1;
+	if (exchange->waiting)
+		return NULL;
 	if (exchange->delivery == NULL) {
 		exchange->delivery =
-			event_new(exchange->server->base, -1, 0, on_lookup_delivered, exchange);
+			event_new(exchange->server->base, -1, 0, on_work_delivered, exchange);
 		if (exchange->delivery == NULL)
-			return -1;
+			return NULL;
 	}
-	job->delivery = exchange->delivery;
-	exchange->on_lookup_result = on_result;
-	exchange->wait_arg = arg;
-	return 0;
-}
-
-/* Queues job (one at a time per exchange); waits for the client and the deadline until a response starts. */
-static int submit_job(struct exchange *exchange, struct lookup_job *job,
-		      exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
-{
-	unsigned timeout_ms = exchange_config(exchange)->lookup_timeout_ms;
-	if (prepare_delivery(exchange, job, on_result, arg) < 0)
-		return -1;
-	exchange->deadline_passed = 0;
-	job->deadline = clock_deadline_after(timeout_ms);
-
 	if (exchange_can_respond(exchange) && start_waiting(exchange, timeout_ms, on_deadline) < 0)
-		return -1;
-	struct metrics_worker *metrics = exchange->server->settings->metrics;
-	if (lookup_submit(exchange->server->settings->lookups, job) < 0) {
-		stop_waiting(exchange);
-		metrics_count_lookup_error(metrics, METRICS_LOOKUP_REJECTED);
-		return -1;
-	}
-	/* musicd_lookups_in_flight counts the findById lookups, not GridFS reads (exchange_call). */
-	exchange->lookup_counted = job == &exchange->job;
-	if (exchange->lookup_counted)
-		metrics_lookup_started(metrics);
-	exchange->job_in_flight = 1;
-	exchange->refs++; /* for the job in flight */
-	return 0;
+		return NULL;
+	exchange->on_done = on_done;
+	exchange->wait_arg = arg;
+	exchange->waiting = 1;
+	exchange->refs++; /* for the work, until its delivery runs */
+	return exchange->delivery;
 }
 
-int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
-		    exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg)
+void exchange_wait_cancel(struct exchange *exchange)
 {
-	struct lookup_job *job = &exchange->job;
-	if (exchange->job_in_flight)
-		return -1;
-	job->kind = kind;
-	snprintf(job->mid, sizeof(job->mid), "%s", mid);
-	return submit_job(exchange, job, on_result, on_deadline, arg);
-}
-
-int exchange_await(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
-		   void *arg)
-{
-	if (prepare_delivery(exchange, job, on_result, arg) < 0)
-		return -1;
-	/* The client is watched for the lookup deadline; the wait itself has none. */
-	if (exchange_can_respond(exchange) &&
-	    start_waiting(exchange, exchange_config(exchange)->lookup_timeout_ms, NULL) < 0)
-		return -1;
-	exchange->job_in_flight = 1;
-	exchange->refs++; /* for the job, until someone activates its delivery */
-	return 0;
-}
-
-int exchange_call(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
-		  exchange_wait_cb on_deadline, void *arg)
-{
-	job->kind = LOOKUP_CALL;
-	return submit_job(exchange, job, on_result, on_deadline, arg);
+	if (!exchange->waiting)
+		return;
+	stop_waiting(exchange);
+	exchange->waiting = 0;
+	exchange_release(exchange); /* the wait's reference */
 }
 
 /* --- The response on the wire --- */
@@ -1127,7 +1258,7 @@ static void flush_to_socket(struct bufferevent *bev)
  * What the Connection header must say, decided as evhttp_send_done decides
  * whether to keep the connection after this response, so the two agree.
  */
-static enum head_connection connection_header(const struct exchange *exchange)
+static enum response_connection connection_header(const struct exchange *exchange)
 {
 	struct evhttp_request *req = exchange->req;
 	struct evkeyvalq *input = evhttp_request_get_input_headers(req);
@@ -1141,33 +1272,33 @@ static enum head_connection connection_header(const struct exchange *exchange)
 		asked_close = connection && evutil_ascii_strcasecmp(connection, "close") == 0;
 	}
 	if (exchange->close_after || (asked_close && req->type != EVHTTP_REQ_CONNECT))
-		return HEAD_CONNECTION_CLOSE;
+		return RESPONSE_CONNECTION_CLOSE;
 	if (req->major == 1 && req->minor == 0)
-		return asked_keep_alive ? HEAD_CONNECTION_KEEP_ALIVE : HEAD_CONNECTION_NONE;
-	return HEAD_CONNECTION_NONE;
+		return asked_keep_alive ? RESPONSE_CONNECTION_KEEP_ALIVE : RESPONSE_CONNECTION_NONE;
+	return RESPONSE_CONNECTION_NONE;
 }
 
 /*
  * Formats the head and queues it on the output; the bufferevent, or NULL
  * when the head cannot be sent (logged, and the connection closed).
  */
-static struct bufferevent *queue_head(struct exchange *exchange, struct head *head)
+static struct bufferevent *queue_head(struct exchange *exchange, struct response_head *head)
 {
 	struct exchange_server *server = exchange->server;
 	struct evhttp_request *req = exchange->req;
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
-	char text[HEAD_MAX];
+	char text[RESPONSE_HEAD_MAX];
 
 	stop_waiting(exchange);
 	head->http_minor = req->minor;
 	head->date = http_date_now(&server->date);
 	head->connection = connection_header(exchange);
 	/* evhttp_send_done's rule: before HTTP/1.1 only "Connection: keep-alive" keeps it. */
-	exchange->closes = head->connection == HEAD_CONNECTION_CLOSE ||
+	exchange->closes = head->connection == RESPONSE_CONNECTION_CLOSE ||
 			   ((req->major < 1 || (req->major == 1 && req->minor < 1)) &&
-			    head->connection != HEAD_CONNECTION_KEEP_ALIVE);
-	size_t length = head_format(text, sizeof(text), head);
+			    head->connection != RESPONSE_CONNECTION_KEEP_ALIVE);
+	size_t length = response_head_format(text, sizeof(text), head);
 	if (length == 0 || evbuffer_add(bufferevent_get_output(bev), text, length) < 0) {
 		log_error("cannot format or queue a %d response head; closing the connection",
 			  head->status);
@@ -1206,7 +1337,7 @@ static void write_only(struct exchange *exchange, struct bufferevent *bev,
 	exchange->req->chunked = 0;
 }
 
-void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_length,
+void exchange_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
 		   exchange_fill_cb fill, const void *context)
 {
 	if (!exchange_can_respond(exchange))
@@ -1254,7 +1385,7 @@ static void on_output_changed(struct evbuffer *output, const struct evbuffer_cb_
 		event_active(exchange->drained, EV_TIMEOUT, 1);
 }
 
-int exchange_stream_start(struct exchange *exchange, struct head *head, uint64_t body_length)
+int exchange_stream_start(struct exchange *exchange, struct response_head *head, uint64_t body_length)
 {
 	if (!exchange_can_respond(exchange))
 		return -1;
@@ -1411,7 +1542,7 @@ struct exchange_server *exchange_server_new(struct event_base *base, int listen_
 	}
 	server->listener = evhttp_bound_socket_get_listener(server->bound);
 	if (register_listener(server->listener, server) < 0) {
-		snprintf(error, error_size, "more HTTP servers than %d", CONFIG_MAX_WORKERS);
+		snprintf(error, error_size, "more HTTP servers than %d", EXCHANGE_SERVERS_MAX);
 		goto fail;
 	}
 	/* evhttp_bind_listener sets only the accept callback. */

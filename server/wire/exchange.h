@@ -1,25 +1,29 @@
 /*
  * exchange: the connection and the request on the wire. It is the one module
  * that knows evhttp's private behaviour (libevent 2.1.12) and works around
- * it; everything above it (response, handlers, worker) sees requests that
- * are safe to answer and a way to send an answer.
+ * it; everything above it (the answers, the handlers, the workers) sees
+ * requests that are safe to answer and a way to send an answer.
  *
  * What it owns, per worker (an exchange_server):
  *   - accepting: the listener's errors (EMFILE ...) pause accepting briefly
- *     and are logged once per interval, never spun on; beyond
- *     --max-connections a new connection is closed at once;
- *   - each connection: a deadline for every request head (--header-timeout,
- *     from the connection's start or the head's first byte: 408), the idle
- *     keep-alive timeout, the no-progress send timeout, input bounded while
- *     a request waits or a response is written, and a client's FIN ending
- *     only its reading (the answer is still written in full);
+ *     and are logged once per interval, never spun on; beyond the server's
+ *     connection cap a new connection is closed at once;
+ *   - each connection: every byte it sends scanned before evhttp parses it
+ *     (request_scan.h: a request the scan refuses is answered here, 400 and
+ *     its kin, once the answers before it are out, and the connection
+ *     closed), a deadline for every request head (--header-timeout, from the
+ *     connection's start or the head's first byte: 408), the idle keep-alive
+ *     timeout, the no-progress send timeout, input bounded whoever reads or
+ *     answers (a head and a body at most), and a client's FIN ending only its
+ *     reading (the answer is still written in full);
  *   - stopping without dropping a connection (exchange_server_drain), and
  *     a lingering close for every connection it ends after a response;
- *   - each request (an exchange): framing that could smuggle a request is
- *     refused, the wait for work finishing later (a lookup) while watching
- *     for the client really leaving (an RST or hang-up, not a FIN), the
- *     response's head and body on the wire (whole, or streamed part by part
- *     with a drain notification), and the access-log line.
+ *   - each request (an exchange): any "close" among its Connection options
+ *     honoured, an absolute-form target served as its origin-form, the wait
+ *     for work finishing elsewhere (a database job) while watching for the
+ *     client really leaving (an RST or hang-up, not a FIN), the response's
+ *     head and body on the wire (whole, or streamed part by part with a drain
+ *     notification), and the access-log line.
  *
  * Ownership: an exchange is refcounted and touched only on its worker's
  * thread. The request side holds one reference (until the response is sent
@@ -36,8 +40,7 @@
 
 #include "base/access_log.h"
 #include "config/config.h"
-#include "http/head.h"
-#include "db/lookup.h"
+#include "http/response_head.h"
 #include "base/metrics.h"
 #include "http/proxy_trust.h"
 #include "config/settings.h"
@@ -45,13 +48,18 @@
 struct exchange;
 struct exchange_server;
 
+/* The servers one process runs at most: a track listener's workers and the metrics listener. */
+#define EXCHANGE_SERVERS_MAX (CONFIG_MAX_WORKERS + 1)
+
 /* What a worker gives its exchange server; everything here outlives it. */
 struct exchange_settings {
 	struct settings_slot *snapshots;   /* this worker's: each request takes the newest */
-	struct lookup_pool *lookups;
 	atomic_uint *open_connections;	   /* every worker's connections, for the cap */
 	unsigned max_connections;
 	struct metrics_worker *metrics;	   /* this worker's counters; NULL: none */
+	int log_requests;		   /* each request gets an access-log line (when there is a log) */
+	const char *log_prefix;		   /* before the server's own log lines ("metrics: "); NULL: none */
+	const char *cap_name;		   /* max_connections in those lines; NULL: "--max-connections" */
 };
 
 /* Called for each request whose head is complete; the exchange is valid during the call. */
@@ -106,56 +114,36 @@ const struct settings *exchange_snapshot(const struct exchange *exchange);
 /* The snapshot's configuration. */
 const struct config *exchange_config(const struct exchange *exchange);
 
-/*
- * True when the request's framing was refused (a body it will not read, or
- * one that could be read two ways): answer 400; the connection then closes.
- */
-int exchange_is_refused(const struct exchange *exchange);
-
 /* True while a response may still be sent: the client is there and nothing was sent yet. */
 int exchange_can_respond(const struct exchange *exchange);
 
 /* Ends the connection after this response ("Connection: close"). */
 void exchange_close_after_response(struct exchange *exchange);
 
-/* --- Work finishing later --- */
+/* --- Work finishing elsewhere --- */
 
-/*
- * Looks mid up (kind LOOKUP_PROBE ignores it) in the lookup pool, within the
- * lookup deadline. Later, on the worker's loop, on_deadline runs if the
- * deadline passes first while a response can still be sent, and on_result
- * runs when the lookup ends, always: the client may have left or the deadline
- * answered meanwhile, and what was learned is still worth keeping
- * (exchange_can_respond says whether to answer). -1 when the lookup cannot be
- * queued: the caller answers 503. Both callbacks get arg.
- */
+/* This worker's counters (NULL: none), for what handlers count on its thread. */
+struct metrics_worker *exchange_metrics(const struct exchange *exchange);
+
 typedef void (*exchange_wait_cb)(struct exchange *exchange, void *arg);
 
-int exchange_lookup(struct exchange *exchange, enum lookup_kind kind, const char *mid,
-		    exchange_wait_cb on_result, exchange_wait_cb on_deadline, void *arg);
-
-/* The lookup's job: its answer once on_result runs. */
-struct lookup_job *exchange_job(struct exchange *exchange);
-
 /*
- * Runs the caller's job (its call and call_arg set; kind becomes LOOKUP_CALL)
- * in the lookup pool, within the lookup deadline, as exchange_lookup does:
- * before a response started, the client and the deadline are watched too
- * (on_deadline as there); while a body streams, only the job is awaited.
- * on_result runs once, always, on the worker's loop. One job at a time per
- * exchange; -1 when it cannot be queued. The job must live until on_result.
+ * Waits for work that finishes on another thread (a db_pool job): returns
+ * the event whoever does the work activates, exactly once, when it is done
+ * (a handing back that allocates nothing). Then on_done(exchange, arg) runs
+ * on the worker's loop, always: the client may have left or the deadline
+ * answered meanwhile, and what was learned is still worth keeping
+ * (exchange_can_respond says whether to answer). While no response has
+ * started, the client is watched (an RST or hang-up ends the request side; a
+ * FIN only ends its reading) for up to timeout_ms, after which on_deadline
+ * (arg) runs if it is not NULL and a response can still be sent. One wait at
+ * a time per exchange; NULL when one is pending or out of memory.
  */
-int exchange_call(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
-		  exchange_wait_cb on_deadline, void *arg);
+struct event *exchange_wait(struct exchange *exchange, unsigned timeout_ms,
+			    exchange_wait_cb on_done, exchange_wait_cb on_deadline, void *arg);
 
-/*
- * Like exchange_call, but the job is not queued: the caller hands it to
- * whoever will activate job->delivery, exactly once (the GridFS spool, when
- * a copy it fills is complete). The client is watched meanwhile (for the
- * lookup deadline); on_result runs always. -1 when it cannot wait.
- */
-int exchange_await(struct exchange *exchange, struct lookup_job *job, exchange_wait_cb on_result,
-		   void *arg);
+/* The work could not be handed over after all (a full queue): the wait ends, no callback runs. */
+void exchange_wait_cancel(struct exchange *exchange);
 
 /* --- The response --- */
 
@@ -169,7 +157,7 @@ typedef void (*exchange_fill_cb)(struct evbuffer *output, const void *context);
  * the output go out by sendfile. Only while exchange_can_respond; a head that
  * cannot be formatted is logged and the connection closed, never cut.
  */
-void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_length,
+void exchange_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
 		   exchange_fill_cb fill, const void *context);
 
 /* --- A body sent as it arrives (GridFS chunks) --- */
@@ -180,7 +168,7 @@ void exchange_send(struct exchange *exchange, struct head *head, uint64_t body_l
  * (HEAD, or an empty body); -1: nothing can be sent (the connection closes).
  * Only while exchange_can_respond.
  */
-int exchange_stream_start(struct exchange *exchange, struct head *head, uint64_t body_length);
+int exchange_stream_start(struct exchange *exchange, struct response_head *head, uint64_t body_length);
 
 /* True from exchange_stream_start until the last byte is queued or the client is gone. */
 int exchange_stream_alive(const struct exchange *exchange);

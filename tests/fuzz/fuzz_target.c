@@ -13,7 +13,7 @@
 #include "http/content_type.h"
 #include "http/cors.h"
 #include "http/disposition.h"
-#include "http/head.h"
+#include "http/response_head.h"
 #include "http/offload.h"
 #include "http/route.h"
 
@@ -41,11 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char disposition[DISPOSITION_VALUE_MAX];
 	length = disposition_value(text, "0123456789abcdef01234567", text, disposition,
 				   sizeof(disposition));
-	if (length == 0 || !head_value_is_safe(disposition) ||
+	if (length == 0 || !response_value_is_safe(disposition) ||
 	    strncmp(disposition, attachment, strlen(attachment)) != 0)
 		abort();
 	disposition_requested(text);
-	if (cors_origin_is_valid(text) && (!head_value_is_safe(text) || strchr(text, '/') == NULL))
+	if (cors_origin_is_valid(text) && (!response_value_is_safe(text) || strchr(text, '/') == NULL))
 		abort();
 	free(text);
 	return 0;

@@ -162,7 +162,7 @@ def test_each_worker_listens_on_its_own_socket(musicd, library):
 def test_each_worker_holds_the_descriptors_the_budget_counts_for_it(musicd, library):
     # descriptor_budget.h's DESCRIPTORS_PER_WORKER is what start-up plans with; a worker that
     # came to hold more would make musicd fail half-started at a tight limit.
-    header = (REPO / "server" / "descriptor_budget.h").read_text()
+    header = (REPO / "server" / "ops" / "descriptor_budget.h").read_text()
     per_worker = int(re.search(r"#define DESCRIPTORS_PER_WORKER (\d+)", header).group(1))
     counts = {}
     for workers in (1, 9):

@@ -22,7 +22,7 @@ static char *any[] = {"*"};
 static char *off[] = {"off"};
 
 /* The value of the field called name among count fields, or NULL. */
-static const char *field(const struct head_field *fields, size_t count, const char *name)
+static const char *field(const struct response_field *fields, size_t count, const char *name)
 {
 	for (size_t i = 0; i < count; i++) {
 		if (strcmp(fields[i].name, name) == 0)
@@ -113,7 +113,7 @@ static void test_modes(void **state)
 static void test_off_adds_nothing(void **state)
 {
 	(void)state;
-	struct head_field fields[CORS_FIELDS_MAX];
+	struct response_field fields[CORS_FIELDS_MAX];
 	assert_int_equal(cors_fields(NULL, 0, PAGE, CORS_ACTUAL, fields), 0);
 	assert_int_equal(cors_fields(off, 1, PAGE, CORS_PREFLIGHT, fields), 0);
 }
@@ -121,7 +121,7 @@ static void test_off_adds_nothing(void **state)
 static void test_star_allows_every_origin_without_vary(void **state)
 {
 	(void)state;
-	struct head_field fields[CORS_FIELDS_MAX];
+	struct response_field fields[CORS_FIELDS_MAX];
 	const char *origins[] = {PAGE, "http://anything.example", NULL};
 	for (size_t i = 0; i < 3; i++) {
 		size_t count = cors_fields(any, 1, origins[i], CORS_ACTUAL, fields);
@@ -138,7 +138,7 @@ static void test_star_allows_every_origin_without_vary(void **state)
 static void test_a_listed_origin_is_echoed_as_configured_with_vary(void **state)
 {
 	(void)state;
-	struct head_field fields[CORS_FIELDS_MAX];
+	struct response_field fields[CORS_FIELDS_MAX];
 	char request_origin[] = OTHER;
 	size_t count = cors_fields(list, 2, request_origin, CORS_ACTUAL, fields);
 	assert_int_equal(count, 3);
@@ -151,7 +151,7 @@ static void test_a_listed_origin_is_echoed_as_configured_with_vary(void **state)
 static void test_an_unlisted_or_absent_origin_gets_only_vary(void **state)
 {
 	(void)state;
-	struct head_field fields[CORS_FIELDS_MAX];
+	struct response_field fields[CORS_FIELDS_MAX];
 	const char *requests[] = {
 		"http://127.0.0.1:8001", /* another port */
 		"http://127.0.0.1:8000/", "HTTP://127.0.0.1:8000", "http://127.0.0.1",
@@ -169,7 +169,7 @@ static void test_an_unlisted_or_absent_origin_gets_only_vary(void **state)
 static void test_a_preflight_allows_the_methods_and_the_range_and_conditional_headers(void **state)
 {
 	(void)state;
-	struct head_field fields[CORS_FIELDS_MAX];
+	struct response_field fields[CORS_FIELDS_MAX];
 	size_t count = cors_fields(list, 2, PAGE, CORS_PREFLIGHT, fields);
 	assert_int_equal(count, 5);
 	assert_string_equal(field(fields, count, "Vary"), "Origin");
@@ -193,7 +193,7 @@ static void test_a_preflight_allows_the_methods_and_the_range_and_conditional_he
 static void test_a_preflight_from_an_unlisted_origin_is_not_allowed(void **state)
 {
 	(void)state;
-	struct head_field fields[CORS_FIELDS_MAX];
+	struct response_field fields[CORS_FIELDS_MAX];
 	size_t count = cors_fields(list, 2, "http://evil.example", CORS_PREFLIGHT, fields);
 	assert_int_equal(count, 1);
 	assert_string_equal(fields[0].name, "Vary");
@@ -202,7 +202,7 @@ static void test_a_preflight_from_an_unlisted_origin_is_not_allowed(void **state
 static void test_credentials_are_never_allowed(void **state)
 {
 	(void)state;
-	struct head_field fields[CORS_FIELDS_MAX];
+	struct response_field fields[CORS_FIELDS_MAX];
 	char **configs[] = {any, list};
 	size_t counts[] = {1, 2};
 	for (size_t c = 0; c < 2; c++) {

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "http/disposition.h"
-#include "http/head.h"
+#include "http/response_head.h"
 
 #define ID "0123456789abcdef01234567"
 #define PATH "/srv/music/Artist/Album/01 Track.mp3"
@@ -29,7 +29,7 @@ static char *value_of(const char *target, const char *path)
 	size_t length = disposition_value(target, ID, path, out, DISPOSITION_VALUE_MAX);
 	assert_true(length > 0);
 	assert_int_equal(strlen(out), length);
-	assert_true(head_value_is_safe(out));
+	assert_true(response_value_is_safe(out));
 	return out;
 }
 

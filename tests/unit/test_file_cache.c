@@ -34,7 +34,7 @@
 
 #include "http/content_type.h"
 #include "media/file_cache.h"
-#include "http/head.h"
+#include "http/response_head.h"
 #include "base/clock.h"
 #include "base/lru.h"
 #include "media/media.h"
@@ -146,7 +146,7 @@ static struct file_cache_entry *open_and_insert(const struct fixture *fixture,
 						struct file_cache *cache, const char *path,
 						const char *cache_control)
 {
-	struct media_file file;
+	struct opened_file file;
 	int error_number;
 	assert_int_equal(media_open(&fixture->roots, path, &file, &error_number), MEDIA_OK);
 	struct file_cache_entry *entry = file_cache_insert(cache, path, &file, 0, cache_control);
@@ -172,12 +172,12 @@ static int hits(struct file_cache *cache, const char *path)
 /* The entry's segment added to a fresh buffer gives exactly content. */
 static void assert_segment_holds(const struct file_cache_entry *entry, const char *content)
 {
-	const struct response_file *response = file_cache_response(entry);
+	const struct cached_file *response = file_cache_file(entry);
 	size_t size = strlen(content);
 	struct evbuffer *buffer = evbuffer_new();
 	assert_non_null(buffer);
 	assert_int_equal(evbuffer_add_file_segment(buffer, response->segment, 0,
-						   (ev_off_t)response->size),
+						   (ev_off_t)response->representation.size),
 			 0);
 	assert_int_equal(evbuffer_get_length(buffer), size);
 	char *bytes = malloc(size + 1);
@@ -307,25 +307,25 @@ static void check_response(const struct fixture *fixture, const char *name, int 
 	char etag[ETAG_MAX], last_modified[HTTP_DATE_MAX], lines[LINES_MAX];
 	etag_format(etag, info.st_mtim, (uint64_t)info.st_size);
 	http_date_format(last_modified, info.st_mtim.tv_sec);
-	assert_true(head_file_lines(lines, sizeof(lines), last_modified, etag, cache_control) > 0);
+	assert_true(response_head_file_lines(lines, sizeof(lines), last_modified, etag, cache_control) > 0);
 
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	file_cache_release(cache, open_and_insert(fixture, cache, path, cache_control));
 	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
-	const struct response_file *response = file_cache_response(entry);
-	assert_int_equal(response->size, strlen(CONTENT));
-	assert_int_equal(response->mtime, info.st_mtim.tv_sec);
-	assert_string_equal(response->content_type, "audio/mpeg");
-	assert_string_equal(response->etag, etag);
-	assert_string_equal(response->last_modified, last_modified);
-	assert_string_equal(response->file_lines, lines);
+	const struct cached_file *response = file_cache_file(entry);
+	assert_int_equal(response->representation.size, strlen(CONTENT));
+	assert_int_equal(response->representation.mtime, info.st_mtim.tv_sec);
+	assert_string_equal(response->representation.content_type, "audio/mpeg");
+	assert_string_equal(response->representation.etag, etag);
+	assert_string_equal(response->representation.last_modified, last_modified);
+	assert_string_equal(response->representation.file_lines, lines);
 	/* The entry's own copy: the settings snapshot it came from may go before it. */
 	if (cache_control == NULL) {
-		assert_null(response->cache_control);
+		assert_null(response->representation.cache_control);
 	} else {
-		assert_string_equal(response->cache_control, cache_control);
-		assert_ptr_not_equal(response->cache_control, cache_control);
+		assert_string_equal(response->representation.cache_control, cache_control);
+		assert_ptr_not_equal(response->representation.cache_control, cache_control);
 	}
 	assert_string_equal(response->resolved_path, path);
 	assert_int_equal(response->root_index, root);
@@ -351,7 +351,7 @@ static struct file_cache_entry *insert_as(const struct fixture *fixture, struct 
 					  const char *path, uint64_t generation,
 					  const char *cache_control)
 {
-	struct media_file file;
+	struct opened_file file;
 	int error_number;
 	assert_int_equal(media_open(&fixture->roots, path, &file, &error_number), MEDIA_OK);
 	struct file_cache_entry *entry =
@@ -370,21 +370,21 @@ static void test_a_reload_makes_entries_of_older_settings_stale(void **state)
 	file_cache_release(cache, insert_as(fixture, cache, path, 1, "public, max-age=60"));
 	struct file_cache_entry *old = file_cache_get(cache, path, 1);
 	assert_non_null(old);
-	assert_non_null(strstr(file_cache_response(old)->file_lines,
+	assert_non_null(strstr(file_cache_file(old)->representation.file_lines,
 			       "Cache-Control: public, max-age=60\r\n"));
 
 	/* A request of generation 2: the entry's lines are of generation 1, so it misses. */
 	assert_null(file_cache_get(cache, path, 2));
 	struct file_cache_entry *fresh = insert_as(fixture, cache, path, 2, "no-cache");
-	assert_non_null(strstr(file_cache_response(fresh)->file_lines,
+	assert_non_null(strstr(file_cache_file(fresh)->representation.file_lines,
 			       "Cache-Control: no-cache\r\n"));
-	assert_null(strstr(file_cache_response(fresh)->file_lines, "max-age"));
+	assert_null(strstr(file_cache_file(fresh)->representation.file_lines, "max-age"));
 	file_cache_release(cache, fresh);
 	struct file_cache_entry *hit = file_cache_get(cache, path, 2);
 	assert_ptr_equal(hit, fresh);
 	file_cache_release(cache, hit);
 	/* The response still sending with the old lines keeps them whole. */
-	assert_non_null(strstr(file_cache_response(old)->file_lines, "max-age=60"));
+	assert_non_null(strstr(file_cache_file(old)->representation.file_lines, "max-age=60"));
 	assert_segment_holds(old, CONTENT);
 	file_cache_release(cache, old);
 	file_cache_free(cache);
@@ -401,11 +401,11 @@ static void test_a_request_older_than_the_entry_leaves_it_cached(void **state)
 	/* A request that began before the reload: not its headers, but not stale either. */
 	assert_null(file_cache_get(cache, path, 2));
 	struct file_cache_entry *own = insert_as(fixture, cache, path, 2, "private");
-	assert_string_equal(file_cache_response(own)->cache_control, "private");
+	assert_string_equal(file_cache_file(own)->representation.cache_control, "private");
 	file_cache_release(cache, own); /* its own entry: closed here */
 	struct file_cache_entry *kept = file_cache_get(cache, path, 3);
 	assert_non_null(kept);
-	assert_string_equal(file_cache_response(kept)->cache_control, "no-cache");
+	assert_string_equal(file_cache_file(kept)->representation.cache_control, "no-cache");
 	file_cache_release(cache, kept);
 	assert_int_equal(file_cache_stats(cache).entries, 1);
 	file_cache_free(cache);
@@ -424,7 +424,7 @@ static void test_content_type_follows_the_extension(void **state)
 		cache_file(fixture, cache, path);
 		struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 		assert_non_null(entry);
-		assert_string_equal(file_cache_response(entry)->content_type, types[i]);
+		assert_string_equal(file_cache_file(entry)->representation.content_type, types[i]);
 		file_cache_release(cache, entry);
 	}
 	file_cache_free(cache);
@@ -438,7 +438,7 @@ static void test_inserted_entry_is_usable_before_any_get(void **state)
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	struct file_cache_entry *entry = open_and_insert(fixture, cache, path, NULL);
-	assert_int_equal(file_cache_response(entry)->size, strlen(CONTENT));
+	assert_int_equal(file_cache_file(entry)->representation.size, strlen(CONTENT));
 	assert_segment_holds(entry, CONTENT);
 	file_cache_release(cache, entry);
 	file_cache_free(cache);
@@ -457,8 +457,8 @@ static void test_empty_file_is_cached_with_size_zero(void **state)
 	cache_file(fixture, cache, path);
 	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
-	assert_int_equal(file_cache_response(entry)->size, 0);
-	assert_string_equal(file_cache_response(entry)->etag, etag);
+	assert_int_equal(file_cache_file(entry)->representation.size, 0);
+	assert_string_equal(file_cache_file(entry)->representation.etag, etag);
 	file_cache_release(cache, entry);
 	file_cache_free(cache);
 }
@@ -482,7 +482,7 @@ static void test_file_rewritten_in_place_is_a_miss_on_the_next_get(void **state)
 	cache_file(fixture, cache, path);
 	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
-	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
+	assert_int_equal(file_cache_file(entry)->representation.size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
 	file_cache_release(cache, entry);
 	file_cache_free(cache);
@@ -545,7 +545,7 @@ static void test_file_replaced_by_rename_is_kept_until_the_path_is_due(void **st
 	/* Not checked yet: the old file, whole and consistent. */
 	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
-	assert_int_equal(file_cache_response(entry)->size, strlen(CONTENT));
+	assert_int_equal(file_cache_file(entry)->representation.size, strlen(CONTENT));
 	assert_segment_holds(entry, CONTENT);
 	file_cache_release(cache, entry);
 	file_cache_free(cache);
@@ -667,8 +667,8 @@ static void test_disabled_cache_gives_a_private_entry_and_never_hits(void **stat
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(0, LONG_TIME, LONG_TIME);
 	struct file_cache_entry *entry = open_and_insert(fixture, cache, path, NULL);
-	assert_int_equal(file_cache_response(entry)->size, strlen(CONTENT));
-	assert_string_equal(file_cache_response(entry)->content_type, "audio/mpeg");
+	assert_int_equal(file_cache_file(entry)->representation.size, strlen(CONTENT));
+	assert_string_equal(file_cache_file(entry)->representation.content_type, "audio/mpeg");
 	assert_segment_holds(entry, CONTENT);
 	/* Not even while the inserting caller still holds it. */
 	assert_null(file_cache_get(cache, path, 0));
@@ -690,7 +690,7 @@ static void test_insert_of_a_cached_path_replaces_its_entry(void **state)
 	cache_file(fixture, cache, path);
 	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
-	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
+	assert_int_equal(file_cache_file(entry)->representation.size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
 	file_cache_release(cache, entry);
 	assert_int_equal(file_cache_stats(cache).entries, 1);
@@ -790,8 +790,8 @@ static void test_entry_borrowed_while_evicted_stays_usable_until_released(void *
 	assert_int_equal(stats.evictions, 1);
 	assert_null(file_cache_get(cache, first, 0));
 	/* Its response and its open file are intact until released. */
-	assert_int_equal(file_cache_response(borrowed)->size, strlen(CONTENT));
-	assert_string_equal(file_cache_response(borrowed)->resolved_path, first);
+	assert_int_equal(file_cache_file(borrowed)->representation.size, strlen(CONTENT));
+	assert_string_equal(file_cache_file(borrowed)->resolved_path, first);
 	assert_segment_holds(borrowed, CONTENT);
 	file_cache_release(cache, borrowed);
 	assert_true(hits(cache, second));
@@ -812,8 +812,8 @@ static void test_entry_borrowed_by_get_while_evicted_stays_usable(void **state)
 	write_file(path, NEW_CONTENT);
 	assert_null(file_cache_get(cache, path, 0));
 	assert_int_equal(file_cache_stats(cache).entries, 0);
-	assert_int_equal(file_cache_response(borrowed)->size, strlen(CONTENT));
-	assert_non_null(file_cache_response(borrowed)->segment);
+	assert_int_equal(file_cache_file(borrowed)->representation.size, strlen(CONTENT));
+	assert_non_null(file_cache_file(borrowed)->segment);
 	file_cache_release(cache, borrowed);
 	file_cache_free(cache);
 }
@@ -826,11 +826,11 @@ static void test_segment_queued_in_a_buffer_outlives_the_entry(void **state)
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	struct file_cache_entry *entry = open_and_insert(fixture, cache, path, NULL);
-	const struct response_file *response = file_cache_response(entry);
+	const struct cached_file *response = file_cache_file(entry);
 	struct evbuffer *buffer = evbuffer_new();
 	assert_non_null(buffer);
 	assert_int_equal(
-		evbuffer_add_file_segment(buffer, response->segment, 0, (ev_off_t)response->size),
+		evbuffer_add_file_segment(buffer, response->segment, 0, (ev_off_t)response->representation.size),
 		0);
 	file_cache_release(cache, entry);
 	file_cache_free(cache); /* the entry is gone; the buffer's reference is not */
@@ -1113,7 +1113,7 @@ static void test_leased_file_rewritten_in_place_with_a_new_length_is_a_miss(void
 	cache_file_and_hit(fixture, cache, path);
 	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
-	assert_int_equal(file_cache_response(entry)->size, strlen(NEW_CONTENT));
+	assert_int_equal(file_cache_file(entry)->representation.size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
 	file_cache_release(cache, entry);
 	assert_int_equal(file_cache_leased(cache), 1);
@@ -1135,7 +1135,7 @@ static void test_leased_file_truncated_by_path_is_a_miss(void **state)
 	cache_file_and_hit(fixture, cache, path);
 	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
 	assert_non_null(entry);
-	assert_int_equal(file_cache_response(entry)->size, 3);
+	assert_int_equal(file_cache_file(entry)->representation.size, 3);
 	file_cache_release(cache, entry);
 	file_cache_free(cache);
 }

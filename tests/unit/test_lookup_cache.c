@@ -2,7 +2,7 @@
  * Unit tests for server/db/lookup_cache.h: mid -> path answers (hit, miss, and
  * "no such document"), the path copied out whole or not at all, the
  * document's ETag kept beside the path, mid -> GridFS file answers (every
- * field of struct gridfs_file back exactly, under the TTL of found paths,
+ * field of struct gridfs_entry back exactly, under the TTL of found paths,
  * evicted like any entry, copied out consistently under concurrent puts), a cache
  * disabled by its settings, entries replaced by a later put, both TTLs
  * (against the cache's own clock, seconds of CLOCK_MONOTONIC_COARSE), the
@@ -78,7 +78,7 @@ static enum lookup_cache_result wait_for_change(struct lookup_cache *cache, cons
 						int64_t *seen_at)
 {
 	char path[PATH_SIZE], etag[ETAG_MAX];
-	struct gridfs_file file;
+	struct gridfs_entry file;
 	struct timespec begun;
 	clock_gettime(CLOCK_MONOTONIC, &begun);
 	for (;;) {
@@ -579,9 +579,9 @@ static void test_stats_count_hits_and_misses_exactly(void **state)
 }
 
 /* A GridFS file whose every field is distinct: number i's. */
-static struct gridfs_file gridfs_file_of(unsigned i)
+static struct gridfs_entry gridfs_entry_of(unsigned i)
 {
-	struct gridfs_file file = {0};
+	struct gridfs_entry file = {0};
 	snprintf(file.id, sizeof(file.id), "66a0f11e5000000000%06x", i);
 	file.length = UINT64_C(4194304) + i;
 	file.chunk_size = 261120 + i;
@@ -592,7 +592,7 @@ static struct gridfs_file gridfs_file_of(unsigned i)
 }
 
 /* Every field the same, and nothing past each text's terminator read. */
-static void assert_same_file(const struct gridfs_file *got, const struct gridfs_file *want)
+static void assert_same_file(const struct gridfs_entry *got, const struct gridfs_entry *want)
 {
 	assert_string_equal(got->id, want->id);
 	assert_true(got->length == want->length);
@@ -603,7 +603,7 @@ static void assert_same_file(const struct gridfs_file *got, const struct gridfs_
 }
 
 static enum lookup_cache_result get_track(struct lookup_cache *cache, const char *mid,
-					  struct gridfs_file *file)
+					  struct gridfs_entry *file)
 {
 	char path[PATH_SIZE], etag[ETAG_MAX];
 	return lookup_cache_get_track(cache, mid, path, sizeof(path), etag, file);
@@ -613,7 +613,7 @@ static void test_a_gridfs_entry_gives_back_every_field_of_the_file(void **state)
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_file want = gridfs_file_of(7), got;
+	struct gridfs_entry want = gridfs_entry_of(7), got;
 	char path[PATH_SIZE], etag[ETAG_MAX];
 	lookup_cache_put_gridfs(cache, MID, &want);
 	memset(&got, 'X', sizeof(got));
@@ -635,7 +635,7 @@ static void test_a_gridfs_entry_keeps_empty_and_longest_texts_exactly(void **sta
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_file empty = gridfs_file_of(1), longest = gridfs_file_of(2), got;
+	struct gridfs_entry empty = gridfs_entry_of(1), longest = gridfs_entry_of(2), got;
 	empty.content_type[0] = '\0';
 	empty.filename[0] = '\0';
 	memset(longest.content_type, 't', GRIDFS_TEXT_MAX - 1);
@@ -657,7 +657,7 @@ static void test_a_gridfs_file_with_an_unterminated_text_is_not_kept(void **stat
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_file bad_type = gridfs_file_of(1), bad_name = gridfs_file_of(2), got;
+	struct gridfs_entry bad_type = gridfs_entry_of(1), bad_name = gridfs_entry_of(2), got;
 	memset(bad_type.content_type, 't', sizeof(bad_type.content_type));
 	memset(bad_name.filename, 'n', sizeof(bad_name.filename));
 	lookup_cache_put_gridfs(cache, MID, &bad_type);
@@ -672,7 +672,7 @@ static void test_put_keeps_its_own_copy_of_the_gridfs_file(void **state)
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_file given = gridfs_file_of(3), want = gridfs_file_of(3), got;
+	struct gridfs_entry given = gridfs_entry_of(3), want = gridfs_entry_of(3), got;
 	lookup_cache_put_gridfs(cache, MID, &given);
 	memset(&given, 'Y', sizeof(given));
 	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
@@ -684,7 +684,7 @@ static void test_path_only_gets_miss_a_gridfs_entry_they_cannot_hold(void **stat
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_file file = gridfs_file_of(4), got;
+	struct gridfs_entry file = gridfs_entry_of(4), got;
 	char path[PATH_SIZE], etag[ETAG_MAX];
 	lookup_cache_put_gridfs(cache, MID, &file);
 	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
@@ -702,7 +702,7 @@ static void test_a_disk_entry_through_get_track_gives_the_path_and_etag(void **s
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_file got = gridfs_file_of(9), untouched = gridfs_file_of(9);
+	struct gridfs_entry got = gridfs_entry_of(9), untouched = gridfs_entry_of(9);
 	char path[PATH_SIZE], etag[ETAG_MAX];
 	lookup_cache_put_tagged(cache, MID, PATH, DOCUMENT_ETAG);
 	lookup_cache_put(cache, OTHER_MID, NULL);
@@ -720,7 +720,7 @@ static void test_puts_replace_a_gridfs_entry_and_are_replaced_by_one(void **stat
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_file first = gridfs_file_of(1), second = gridfs_file_of(2), got;
+	struct gridfs_entry first = gridfs_entry_of(1), second = gridfs_entry_of(2), got;
 	char path[PATH_SIZE];
 	lookup_cache_put(cache, MID, PATH);
 	lookup_cache_put_gridfs(cache, MID, &first);
@@ -744,7 +744,7 @@ static void test_puts_replace_a_gridfs_entry_and_are_replaced_by_one(void **stat
 static void test_a_disabled_cache_keeps_no_gridfs_entry(void **state)
 {
 	(void)state;
-	struct gridfs_file file = gridfs_file_of(5), got;
+	struct gridfs_entry file = gridfs_entry_of(5), got;
 	struct lookup_cache *off = new_cache(0, TTL, NEGATIVE_TTL);
 	struct lookup_cache *zero_ttl = new_cache(10, 0, NEGATIVE_TTL);
 	lookup_cache_put_gridfs(off, MID, &file);
@@ -761,7 +761,7 @@ static void test_a_gridfs_entry_lives_by_the_ttl_of_found_paths(void **state)
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, 1, NEGATIVE_TTL);
-	struct gridfs_file file = gridfs_file_of(6), got;
+	struct gridfs_entry file = gridfs_entry_of(6), got;
 	int64_t put_at = wait_for_next_second();
 	lookup_cache_put_gridfs(cache, MID, &file);
 	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
@@ -778,7 +778,7 @@ static void test_a_gridfs_entry_outlives_the_negative_ttl(void **state)
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, 1);
-	struct gridfs_file file = gridfs_file_of(8), got;
+	struct gridfs_entry file = gridfs_entry_of(8), got;
 	wait_for_next_second();
 	lookup_cache_put_gridfs(cache, MID, &file);
 	lookup_cache_put(cache, OTHER_MID, NULL);
@@ -797,9 +797,9 @@ static void test_gridfs_entries_are_bounded_and_evicted_like_any(void **state)
 	enum { MAX = 10, PUTS = 100 };
 	struct lookup_cache *cache = new_cache(MAX, TTL, NEGATIVE_TTL);
 	char mid[25];
-	struct gridfs_file got;
+	struct gridfs_entry got;
 	for (unsigned i = 0; i < PUTS; i++) {
-		struct gridfs_file file = gridfs_file_of(i);
+		struct gridfs_entry file = gridfs_entry_of(i);
 		mid_of(mid, i);
 		if (i % 3 == 1)
 			lookup_cache_put(cache, mid, "/music/a.mp3");
@@ -818,7 +818,7 @@ static void test_gridfs_entries_are_bounded_and_evicted_like_any(void **state)
 		mid_of(mid, i);
 		enum lookup_cache_result result = get_track(cache, mid, &got);
 		if (result == LOOKUP_CACHE_GRIDFS) {
-			struct gridfs_file want = gridfs_file_of(i);
+			struct gridfs_entry want = gridfs_entry_of(i);
 			assert_int_not_equal(i % 3, 1);
 			assert_same_file(&got, &want);
 		}
@@ -833,8 +833,8 @@ static void test_full_shard_evicts_its_least_recently_used_gridfs_entry(void **s
 {
 	(void)state;
 	char mids[3][25];
-	struct gridfs_file files[3] = {gridfs_file_of(0), gridfs_file_of(1), gridfs_file_of(2)};
-	struct gridfs_file got;
+	struct gridfs_entry files[3] = {gridfs_entry_of(0), gridfs_entry_of(1), gridfs_entry_of(2)};
+	struct gridfs_entry got;
 	mids_in_one_shard(mids, 3);
 	struct lookup_cache *cache = new_cache(2, TTL, NEGATIVE_TTL);
 	lookup_cache_put_gridfs(cache, mids[0], &files[0]);
@@ -855,7 +855,7 @@ static void test_gridfs_hits_count_as_hits(void **state)
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_file file = gridfs_file_of(1), got;
+	struct gridfs_entry file = gridfs_entry_of(1), got;
 	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_MISS);
 	lookup_cache_put_gridfs(cache, MID, &file);
 	for (int i = 0; i < 3; i++)
@@ -888,7 +888,7 @@ static void *churn(void *argument)
 	pthread_barrier_wait(churner->start);
 	for (unsigned round = 0; round < CHURN_ROUNDS; round++) {
 		unsigned i = round % SHARED_MIDS;
-		struct gridfs_file want = gridfs_file_of(i), got;
+		struct gridfs_entry want = gridfs_entry_of(i), got;
 		mid_of(mid, i);
 		snprintf(want_path, sizeof(want_path), "/music/%u.mp3", i);
 		if (!churner->reader) {
@@ -926,7 +926,7 @@ static void test_gridfs_entries_read_while_replaced_are_whole(void **state)
 	/* Every mid holds a file before the readers start. */
 	for (unsigned i = 0; i < SHARED_MIDS; i++) {
 		char mid[25];
-		struct gridfs_file file = gridfs_file_of(i);
+		struct gridfs_entry file = gridfs_entry_of(i);
 		mid_of(mid, i);
 		lookup_cache_put_gridfs(cache, mid, &file);
 	}

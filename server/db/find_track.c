@@ -1,0 +1,276 @@
+/*
+ * find_track: one find round trip (two for a file in GridFS whose entry is a
+ * separate fs.files document), a quick retry of a stale pooled socket, and
+ * the primary asked once more for a track not found elsewhere.
+ */
+#include "db/find_track.h"
+
+#include <bson/bson.h>
+#include <limits.h>
+#include <mongoc/mongoc.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "db/gridfs_store.h"
+#include "db/lookup_monitor.h"
+
+/* An id no document has: probes make the same round trip as real lookups. */
+#define PROBE_OBJECTID "000000000000000000000000"
+
+static int is_unavailable(const bson_error_t *error)
+{
+	return error->domain == MONGOC_ERROR_SERVER_SELECTION ||
+	       error->domain == MONGOC_ERROR_STREAM;
+}
+
+static int documents_are_files(const struct config *config)
+{
+	return strcmp(config->gridfs_field, "_id") == 0;
+}
+
+/* The document's --etag-field value as a quoted ETag in lookup->etag, or "" (the file's ETag is used). */
+static void read_etag(struct track_lookup *lookup, const bson_t *document)
+{
+	const char *field = lookup->config->etag_field;
+	bson_iter_t iter;
+	uint32_t length = 0;
+	const char *value = NULL;
+	lookup->etag[0] = '\0';
+	if (field == NULL)
+		return;
+	if (bson_iter_init(&iter, document) && bson_iter_find_descendant(&iter, field, &iter) &&
+	    BSON_ITER_HOLDS_UTF8(&iter))
+		value = bson_iter_utf8(&iter, &length);
+	if (value == NULL)
+		log_debug("lookup %s: no string field '%s': the file's ETag is used", lookup->mid,
+			  field);
+	else if (etag_from_field(lookup->etag, value, length) < 0)
+		log_warn("lookup %s: field '%s' is not an ETag (1 to %d letters, digits or "
+			 "+-./:=_~): the file's ETag is used",
+			 lookup->mid, field, ETAG_FIELD_VALUE_MAX);
+}
+
+/* The document has no path: its file is in GridFS if the GridFS field holds an ObjectId. */
+static void find_gridfs_file(struct track_lookup *lookup, const struct db_thread *thread,
+			     const bson_t *document)
+{
+	const struct config *config = lookup->config;
+	struct db_job *job = &lookup->job;
+	bson_iter_t iter;
+	job->status = LOOKUP_NO_PATH;
+	if (!bson_iter_init(&iter, document) ||
+	    !bson_iter_find_descendant(&iter, config->gridfs_field, &iter) ||
+	    !BSON_ITER_HOLDS_OID(&iter)) {
+		snprintf(job->detail, sizeof(job->detail),
+			 "field '%s' is missing and '%s' holds no ObjectId", config->path_field,
+			 config->gridfs_field);
+		return;
+	}
+	lookup->gridfs = malloc(sizeof(*lookup->gridfs));
+	if (lookup->gridfs == NULL) {
+		job->status = LOOKUP_FAILED;
+		snprintf(job->detail, sizeof(job->detail), "out of memory");
+		return;
+	}
+	enum lookup_status status;
+	if (documents_are_files(config))
+		status = gridfs_store_parse_file(document, lookup->gridfs, job->detail,
+						 sizeof(job->detail));
+	else
+		status = gridfs_store_find_file(thread->client, thread->database,
+						thread->gridfs_bucket, bson_iter_oid(&iter),
+						lookup->gridfs, job->detail, sizeof(job->detail));
+	/* An entry missing or malformed leaves the document without a file to serve: 404. */
+	job->status = status == LOOKUP_FOUND	  ? LOOKUP_GRIDFS
+		      : status == LOOKUP_BAD_DATA ? LOOKUP_NO_PATH
+						  : status;
+	if (job->status != LOOKUP_GRIDFS) {
+		free(lookup->gridfs);
+		lookup->gridfs = NULL;
+	}
+}
+
+/* Fills the status, path (or gridfs), etag and detail from a found document. */
+static void read_document(struct track_lookup *lookup, const struct db_thread *thread,
+			  const bson_t *document)
+{
+	const char *field = lookup->config->path_field;
+	struct db_job *job = &lookup->job;
+	bson_iter_t iter;
+	uint32_t length;
+	const char *path;
+	int has_path = bson_iter_init(&iter, document) &&
+		       bson_iter_find_descendant(&iter, field, &iter);
+	if (has_path && BSON_ITER_HOLDS_UTF8(&iter) && (path = bson_iter_utf8(&iter, &length)) &&
+	    length > 0 && strlen(path) == length && length < PATH_MAX) {
+		job->status = LOOKUP_FOUND;
+		lookup->path = strdup(path);
+		if (lookup->path == NULL) {
+			job->status = LOOKUP_FAILED;
+			snprintf(job->detail, sizeof(job->detail), "out of memory");
+		}
+		read_etag(lookup, document);
+	} else if (!has_path) {
+		find_gridfs_file(lookup, thread, document);
+	} else {
+		job->status = LOOKUP_NO_PATH;
+		snprintf(job->detail, sizeof(job->detail),
+			 "field '%s' is empty, not a string, holds a NUL or is %d bytes or longer",
+			 field, PATH_MAX);
+	}
+}
+
+/* Frees a result a retry replaces. */
+static void forget_result(struct track_lookup *lookup)
+{
+	lookup->job.detail[0] = '\0';
+	free(lookup->path);
+	lookup->path = NULL;
+	free(lookup->gridfs);
+	lookup->gridfs = NULL;
+}
+
+/*
+ * One find round trip with read_prefs (NULL: the collection's, i.e. the URI's),
+ * two for a file in GridFS; fills the result. Returns the bson error domain.
+ */
+static uint32_t find_once(struct track_lookup *lookup, const struct db_thread *thread,
+			  const mongoc_read_prefs_t *read_prefs)
+{
+	const struct config *config = lookup->config;
+	struct db_job *job = &lookup->job;
+	const char *mid = lookup->kind == FIND_PROBE ? PROBE_OBJECTID : lookup->mid;
+	bson_oid_t oid;
+	bson_t filter = BSON_INITIALIZER, options = BSON_INITIALIZER, projection;
+	bson_error_t error = {0};
+	const bson_t *document;
+
+	bson_oid_init_from_string(&oid, mid);
+	BSON_APPEND_OID(&filter, "_id", &oid);
+	BSON_APPEND_DOCUMENT_BEGIN(&options, "projection", &projection);
+	BSON_APPEND_INT32(&projection, config->path_field, 1);
+	if (config->etag_field != NULL)
+		BSON_APPEND_INT32(&projection, config->etag_field, 1);
+	if (documents_are_files(config))
+		gridfs_store_project(&projection);
+	else
+		BSON_APPEND_INT32(&projection, config->gridfs_field, 1);
+	bson_append_document_end(&options, &projection);
+	BSON_APPEND_INT64(&options, "limit", 1);
+	BSON_APPEND_BOOL(&options, "singleBatch", true);
+
+	mongoc_collection_t *collection = thread->tracks;
+	lookup_monitor_reading(read_prefs != NULL ? read_prefs
+						  : mongoc_collection_get_read_prefs(collection));
+	mongoc_cursor_t *cursor =
+		mongoc_collection_find_with_opts(collection, &filter, &options, read_prefs);
+	/* The find command goes out (server selection first) and its one batch comes back here. */
+	struct timespec sent = clock_now();
+	int found = mongoc_cursor_next(cursor, &document);
+	double seconds = clock_seconds_since(&sent);
+	if (found) {
+		read_document(lookup, thread, document);
+	} else if (mongoc_cursor_error(cursor, &error)) {
+		job->status = is_unavailable(&error) ? LOOKUP_UNAVAILABLE : LOOKUP_FAILED;
+		snprintf(job->detail, sizeof(job->detail), "%.250s", error.message);
+	} else {
+		job->status = LOOKUP_NOT_FOUND;
+	}
+	mongoc_cursor_destroy(cursor);
+	bson_destroy(&filter);
+	bson_destroy(&options);
+	/* No server was selected: no command went out, so no round trip to time. */
+	if (error.domain != MONGOC_ERROR_SERVER_SELECTION)
+		metrics_observe_lookup(thread->metrics, seconds);
+	if (job->status == LOOKUP_UNAVAILABLE)
+		metrics_set_database_up(thread->all_metrics, 0);
+	else if (job->status != LOOKUP_FAILED)
+		metrics_set_database_up(thread->all_metrics, 1);
+	return error.domain;
+}
+
+static bool reads_primary(const mongoc_collection_t *collection)
+{
+	return mongoc_read_prefs_get_mode(mongoc_collection_get_read_prefs(collection)) ==
+	       MONGOC_READ_PRIMARY;
+}
+
+/* On a pool thread. */
+static void run_lookup(struct db_job *job, const struct db_thread *thread)
+{
+	struct track_lookup *lookup = (struct track_lookup *)job;
+	unsigned timeout_ms = lookup->config->lookup_timeout_ms;
+	uint32_t domain = find_once(lookup, thread, NULL);
+	/* A stale pooled socket fails fast; one more try if most of the time is left. */
+	if (domain == MONGOC_ERROR_STREAM && clock_ms_until(&job->deadline) > (long)timeout_ms / 2) {
+		log_debug("lookup %s: retrying after: %s", lookup->mid, job->detail);
+		forget_result(lookup);
+		find_once(lookup, thread, NULL);
+	}
+	if (job->status != LOOKUP_NOT_FOUND || lookup->kind != FIND_TRACK ||
+	    reads_primary(thread->tracks))
+		return;
+	/* Not found on a member that may lag: the primary decides, before a 404 is answered or kept. */
+	if (clock_ms_until(&job->deadline) <= 0) {
+		job->status = LOOKUP_UNAVAILABLE;
+		snprintf(job->detail, sizeof(job->detail),
+			 "deadline passed before the primary was asked");
+		return;
+	}
+	log_debug("lookup %s: not found reading %s: asking the primary", lookup->mid,
+		  lookup_read_mode_name(
+			  mongoc_read_prefs_get_mode(mongoc_collection_get_read_prefs(thread->tracks))));
+	mongoc_read_prefs_t *primary = mongoc_read_prefs_new(MONGOC_READ_PRIMARY);
+	find_once(lookup, thread, primary);
+	mongoc_read_prefs_destroy(primary);
+}
+
+void find_track_prepare(struct track_lookup *lookup, enum find_track_kind kind, const char *mid,
+			const struct config *config, unsigned timeout_ms)
+{
+	memset(lookup, 0, sizeof(*lookup));
+	lookup->kind = kind;
+	snprintf(lookup->mid, sizeof(lookup->mid), "%s", kind == FIND_PROBE ? "" : mid);
+	lookup->config = config;
+	lookup->job.run = run_lookup;
+	lookup->job.deadline = clock_deadline_after(timeout_ms);
+}
+
+int find_track_submit(struct db_pool *pool, struct track_lookup *lookup,
+		      struct metrics_worker *metrics)
+{
+	if (db_pool_submit(pool, &lookup->job) < 0) {
+		metrics_count_lookup_error(metrics, METRICS_LOOKUP_REJECTED);
+		return -1;
+	}
+	metrics_lookup_started(metrics);
+	return 0;
+}
+
+void find_track_timed_out(struct metrics_worker *metrics)
+{
+	metrics_count_lookup_error(metrics, METRICS_LOOKUP_TIMEOUT);
+}
+
+void find_track_delivered(const struct track_lookup *lookup, struct metrics_worker *metrics,
+			  int timed_out)
+{
+	int kind = -1;
+	if (!timed_out && lookup->job.status == LOOKUP_UNAVAILABLE)
+		kind = METRICS_LOOKUP_UNAVAILABLE;
+	else if (!timed_out && lookup->job.status == LOOKUP_FAILED)
+		kind = METRICS_LOOKUP_ERROR;
+	metrics_lookup_finished(metrics, kind);
+}
+
+void find_track_release(struct track_lookup *lookup)
+{
+	free(lookup->path);
+	lookup->path = NULL;
+	free(lookup->gridfs);
+	lookup->gridfs = NULL;
+}

@@ -1,0 +1,79 @@
+/*
+ * find_track: the findById. A track_lookup is a db_pool job that finds the
+ * document {_id: ObjectId(mid)}, projected to the path field (and the ETag
+ * and GridFS fields), and says what it holds: a path to a file, a file in
+ * GridFS, or a data problem. A health probe is the same round trip for an id
+ * no document has.
+ *
+ * Reads go where the URI's read preference sends them (readPreference,
+ * maxStalenessSeconds, readPreferenceTags), with one exception: a track not
+ * found on a member other than the primary is looked for on the primary
+ * once more before it is believed, since a track inserted a moment ago may not
+ * have reached the member read. Probes are not asked again: /healthz answers
+ * for the members lookups read from.
+ *
+ * The counters of lookups (musicd_lookups_in_flight, musicd_lookup_errors_total)
+ * are kept here, on the worker that submits, by find_track_submit and
+ * find_track_delivered.
+ */
+#ifndef MUSICD_FIND_TRACK_H
+#define MUSICD_FIND_TRACK_H
+
+#include "base/metrics.h"
+#include "config/config.h"
+#include "db/db_pool.h"
+#include "db/gridfs_entry.h"
+#include "http/etag.h"
+#include "http/objectid.h"
+
+enum find_track_kind {
+	FIND_TRACK, /* find {_id: ObjectId(mid)} */
+	FIND_PROBE, /* the same round trip for an id that never exists: a health check */
+};
+
+/*
+ * One lookup, owned by whoever submits it (a handler). Between
+ * find_track_submit and the job's delivery only the pool touches it; the
+ * result fields are valid once the delivery ran, and find_track_release frees
+ * what they hold.
+ */
+struct track_lookup {
+	struct db_job job; /* job.status: what was found */
+	enum find_track_kind kind;
+	char mid[OBJECTID_HEX_LENGTH + 1];
+	const struct config *config; /* the fields to read; outlives the lookup */
+
+	char *path;		    /* malloc'd when LOOKUP_FOUND */
+	char etag[ETAG_MAX];	    /* with --etag-field and a valid value: the document's; else "" */
+	struct gridfs_entry *gridfs; /* malloc'd when LOOKUP_GRIDFS */
+};
+
+/*
+ * Prepares lookup for mid (ignored for FIND_PROBE) with config's fields and a
+ * deadline timeout_ms from now; job.delivery is the caller's to set.
+ */
+void find_track_prepare(struct track_lookup *lookup, enum find_track_kind kind, const char *mid,
+			const struct config *config, unsigned timeout_ms);
+
+/*
+ * Queues the lookup, counted as in flight in metrics (the submitting
+ * worker's shard; NULL: not counted). -1 when the pool refuses it (full or
+ * stopping), counted as rejected: the caller answers 503 at once.
+ */
+int find_track_submit(struct db_pool *pool, struct track_lookup *lookup,
+		      struct metrics_worker *metrics);
+
+/* The deadline answered before the lookup ended: counted as a timeout now. */
+void find_track_timed_out(struct metrics_worker *metrics);
+
+/*
+ * The lookup was handed back: no longer in flight, and its error (if any) is
+ * counted, unless find_track_timed_out counted it already.
+ */
+void find_track_delivered(const struct track_lookup *lookup, struct metrics_worker *metrics,
+			  int timed_out);
+
+/* Frees what the result holds (path, gridfs); the lookup itself is the caller's. */
+void find_track_release(struct track_lookup *lookup);
+
+#endif

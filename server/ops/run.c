@@ -1,0 +1,331 @@
+/*
+ * run: the steps of a running musicd, taken in order and undone in reverse
+ * through one unwind ladder.
+ */
+#include "ops/run.h"
+
+#include <event2/event.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "ops/liveness.h"
+#include "ops/log_files.h"
+#include "ops/notify.h"
+#include "ops/signal_wait.h"
+#include "ops/worker.h"
+#include "respond/metrics_page.h"
+#include "respond/routes.h"
+#include "wire/listener.h"
+
+#ifndef MUSICD_VERSION
+#define MUSICD_VERSION "dev"
+#endif
+
+#define SHUTDOWN_GRACE_MS 10000
+#define WORKER_START_TIMEOUT_MS 10000 /* each loop answers its first heartbeat within it */
+
+/* What run holds while it runs: each field is set by one step and undone by its rung. */
+struct running {
+	int listen_fds[CONFIG_MAX_WORKERS]; /* -1 once a worker took it over */
+	int metrics_fd;			    /* -1: none, or taken over */
+	struct worker *workers;		    /* the track listener's, then the metrics one */
+	unsigned started;		    /* workers initialised (and their threads started) */
+	struct metrics_page *metrics_page;
+	atomic_uint open_connections;	  /* the track listener's, for --max-connections */
+	atomic_uint metrics_connections; /* the metrics listener's, for its own cap */
+};
+
+int run_failed(const char *message)
+{
+	fprintf(stderr, "musicd: %s\n", message);
+	if (log_file_path() != NULL)
+		log_error("%s", message);
+	return EXIT_CONFIG;
+}
+
+static void close_unused(int *fds, unsigned count)
+{
+	for (unsigned i = 0; i < count; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+/* Opens every worker's listening socket on host:port; -1 with a message. */
+static int open_listeners(const char *host, uint16_t port, const char *what, int *fds,
+			  unsigned count, char *error, size_t error_size)
+{
+	int shared = listener_probe(host, port, error, error_size);
+	if (shared < 0)
+		return -1;
+	if (shared)
+		log_warn("%s %s:%u is already served with SO_REUSEPORT by another process of this "
+			 "user (a musicd being replaced?): the two share it until that one stops",
+			 what, host, port);
+	for (unsigned i = 0; i < count; i++) {
+		fds[i] = listener_open(host, port, error, error_size);
+		if (fds[i] < 0) {
+			close_unused(fds, i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Handles signals until one asks to stop; returns that one. The watchdog is pinged only while every loop answers. */
+static int run_until_stopped(struct resources *resources, const sigset_t *handled,
+			     struct reload *reload, struct worker *workers, unsigned count)
+{
+	struct signal_wait wait;
+	struct liveness_watch watch = {0};
+	signal_wait_init(&wait, handled, notify_watchdog_interval_ms());
+	for (;;) {
+		int signal_number = signal_wait_next(&wait);
+		switch (signal_number) {
+		case 0: /* the watchdog's tick */
+			if (liveness_tick(&watch, workers, count))
+				notify_watchdog();
+			break;
+		case SIGUSR1:
+			log_files_reopen(settings_board_current(resources->settings)->access_log);
+			break;
+		case SIGHUP:
+			notify_reloading();
+			reload_run(reload, resources);
+			notify_ready(NULL);
+			break;
+		case SIGINT:
+		case SIGTERM:
+			return signal_number;
+		default:
+			break;
+		}
+	}
+}
+
+/* The role of track worker index. */
+static struct worker_role track_role(struct resources *resources, struct running *running,
+				     unsigned index)
+{
+	const struct config *config = resources->config;
+	struct worker_role role = {
+		.settings =
+			{
+				.snapshots = settings_board_slot(resources->settings, index),
+				.open_connections = &running->open_connections,
+				.max_connections = config->max_connections,
+				.metrics = metrics_worker(resources->metrics, index),
+				.log_requests = 1,
+			},
+		.on_request = routes_track,
+		.arg = resources,
+		.sweeps = index == 0 ? resources->file_cache : NULL,
+	};
+	/* index < CONFIG_MAX_WORKERS: the cast only tells the compiler the name fits. */
+	snprintf(role.name, sizeof(role.name), "worker %u", (unsigned short)index);
+	return role;
+}
+
+/* The metrics listener's: the last settings slot, no counters and no access log of its own. */
+static struct worker_role metrics_role(struct resources *resources, struct running *running)
+{
+	struct worker_role role = {
+		.name = "metrics",
+		.settings =
+			{
+				.snapshots = settings_board_slot(resources->settings,
+								 resources->config->workers),
+				.open_connections = &running->metrics_connections,
+				.max_connections = METRICS_MAX_CONNECTIONS,
+				.log_prefix = "metrics: ",
+				.cap_name = "the metrics listener's cap of",
+			},
+		.on_request = routes_metrics,
+		.arg = running->metrics_page,
+	};
+	return role;
+}
+
+/* Starts worker running->started with role on fd (taken over); -1 with a message. */
+static int start_worker(struct running *running, const struct worker_role *role, int *fd,
+			char *error, size_t error_size)
+{
+	struct worker *worker = &running->workers[running->started];
+	int taken = *fd;
+	*fd = -1;
+	if (worker_init(worker, role, taken, error, error_size) < 0) {
+		worker_destroy(worker);
+		return -1;
+	}
+	running->started++;
+	if (worker_start(worker) < 0) {
+		snprintf(error, error_size, "%s: cannot start its thread", role->name);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_workers(struct running *running, struct db_pool *db, unsigned grace_ms)
+{
+	for (unsigned i = 0; i < running->started; i++)
+		worker_request_stop(&running->workers[i], grace_ms);
+	for (unsigned i = 0; i < running->started; i++)
+		worker_join(&running->workers[i]);
+	/*
+	 * Jobs still running hand their work back; run those before freeing.
+	 * The pool stays allocated (refusing new jobs) until no callback can reach it.
+	 */
+	db_pool_quiesce(db);
+	for (unsigned i = 0; i < running->started; i++) {
+		worker_flush(&running->workers[i]);
+		worker_destroy(&running->workers[i]);
+	}
+	running->started = 0;
+}
+
+static void log_started(const struct config *config, const struct resources *resources,
+			unsigned long long descriptor_limit)
+{
+	log_info("musicd %s listening on %s:%u (%u workers, %u lookup threads, database %s.%s)",
+		 MUSICD_VERSION, config->listen_host, config->listen_port, config->workers,
+		 config->lookup_threads, config->database, config->collection);
+	log_info("descriptor limit %llu: at most %u connections at once", descriptor_limit,
+		 config->max_connections);
+	log_info("files are delivered by %s", resources->handoff->name);
+	if (config->metrics_host != NULL)
+		log_info(strchr(config->metrics_host, ':') ? "metrics on http://[%s]:%u/metrics"
+							    : "metrics on http://%s:%u/metrics",
+			 config->metrics_host, config->metrics_port);
+}
+
+static void notify_started(const struct config *config)
+{
+	char ready[CONFIG_ERROR_MAX];
+	bool v6 = strchr(config->listen_host, ':') != NULL;
+	snprintf(ready, sizeof(ready), "listening on %s%s%s:%u", v6 ? "[" : "", config->listen_host,
+		 v6 ? "]" : "", config->listen_port);
+	notify_ready(ready);
+}
+
+int run(const struct config *config, struct resources *resources, const sigset_t *handled,
+	const struct privileges *user, unsigned long long descriptor_limit, struct reload *reload)
+{
+	char error[CONFIG_ERROR_MAX];
+	int status = EXIT_CONFIG;
+	int metrics_on = config->metrics_host != NULL;
+	struct running running = {.metrics_fd = -1};
+	atomic_init(&running.open_connections, 0);
+	atomic_init(&running.metrics_connections, 0);
+	for (unsigned i = 0; i < CONFIG_MAX_WORKERS; i++)
+		running.listen_fds[i] = -1;
+
+	running.workers = calloc(config->workers + 1, sizeof(*running.workers));
+	if (running.workers == NULL) {
+		run_failed("out of memory");
+		return EXIT_CONFIG;
+	}
+	if (open_listeners(config->listen_host, config->listen_port, "port", running.listen_fds,
+			   config->workers, error, sizeof(error)) < 0) {
+		run_failed(error);
+		goto out_listeners;
+	}
+	if (metrics_on && open_listeners(config->metrics_host, config->metrics_port, "metrics port",
+					 &running.metrics_fd, 1, error, sizeof(error)) < 0) {
+		char message[CONFIG_ERROR_MAX + 16];
+		snprintf(message, sizeof(message), "metrics-%s", error); /* "metrics-listen: ..." */
+		run_failed(message);
+		goto out_listeners;
+	}
+	/* Listeners bound and logs open: nothing left that needs root. */
+	if (user != NULL) {
+		if (privileges_drop(user, error, sizeof(error)) < 0) {
+			run_failed(error);
+			goto out_listeners;
+		}
+		log_info("running as user %s (uid %u, gid %u)", user->user, (unsigned)user->uid,
+			 (unsigned)user->gid);
+		log_files_warn_unreopenable(config, user->user);
+	} else if (geteuid() == 0) {
+		log_warn("running as root: give --user USER to drop to it once the listeners are "
+			 "bound and the logs open");
+	}
+	resources->db = db_pool_start(config, config->max_pending_lookups, resources->metrics,
+				      error, sizeof(error));
+	if (resources->db == NULL) {
+		run_failed(error);
+		goto out_listeners;
+	}
+	if (config->gridfs_cache_dir != NULL) {
+		/* Fills take pool threads: at most half of them, so lookups always get a turn. */
+		resources->gridfs_spool = gridfs_spool_open(
+			config->gridfs_cache_dir, config->gridfs_cache_size, resources->db,
+			config->lookup_threads / 2, error, sizeof(error));
+		if (resources->gridfs_spool == NULL) {
+			run_failed(error);
+			goto out_db;
+		}
+	}
+	if (metrics_on) {
+		struct metrics_sources sources = {resources->metrics, resources->lookup_cache,
+						  resources->file_cache, &running.open_connections,
+						  MUSICD_VERSION};
+		running.metrics_page = metrics_page_new(&sources);
+		if (running.metrics_page == NULL) {
+			run_failed("out of memory for the metrics page");
+			goto out_spool;
+		}
+	}
+	for (unsigned i = 0; i < config->workers; i++) {
+		struct worker_role role = track_role(resources, &running, i);
+		if (start_worker(&running, &role, &running.listen_fds[i], error, sizeof(error)) < 0) {
+			run_failed(error);
+			goto out_workers;
+		}
+	}
+	/* Scrapes may start at once: every counter and cache they read exists already. */
+	if (metrics_on) {
+		struct worker_role role = metrics_role(resources, &running);
+		if (start_worker(&running, &role, &running.metrics_fd, error, sizeof(error)) < 0) {
+			run_failed(error);
+			goto out_workers;
+		}
+	}
+	if (liveness_await(running.workers, running.started, WORKER_START_TIMEOUT_MS, error,
+			   sizeof(error)) < 0) {
+		run_failed(error);
+		goto out_workers;
+	}
+	log_started(config, resources, descriptor_limit);
+	notify_started(config);
+
+	int signal_number =
+		run_until_stopped(resources, handled, reload, running.workers, running.started);
+	notify_stopping();
+	log_info("%s: stopping; letting responses in flight finish", strsignal(signal_number));
+	status = 0;
+
+out_workers: {
+	unsigned grace_ms = SHUTDOWN_GRACE_MS;
+	if (grace_ms < config->lookup_timeout_ms + 1000)
+		grace_ms = config->lookup_timeout_ms + 1000;
+	stop_workers(&running, resources->db, grace_ms);
+	metrics_page_free(running.metrics_page);
+}
+out_spool:
+	gridfs_spool_free(resources->gridfs_spool); /* every fill finished with the pool */
+	resources->gridfs_spool = NULL;
+out_db:
+	db_pool_stop(resources->db);
+	resources->db = NULL;
+out_listeners:
+	close_unused(running.listen_fds, config->workers);
+	close_unused(&running.metrics_fd, 1);
+	free(running.workers);
+	return status;
+}

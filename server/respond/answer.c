@@ -1,0 +1,173 @@
+/*
+ * answer: the exit of every answer (CORS fields, reason phrase), the short
+ * text answers, and the one table of what a database job's failure means.
+ * No header is formatted here: each is a field of the head, so the one
+ * bounded formatter (response_head.c) decides whether the whole head fits.
+ */
+#include "respond/answer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "http/cors.h"
+#include "http/route.h"
+
+int answer_cors_applies(const struct exchange *exchange)
+{
+	const struct config *config = exchange_config(exchange);
+	if (cors_mode(config->cors_origins, config->cors_origin_count) == CORS_OFF)
+		return 0;
+	enum route_kind kind = route_parse(exchange_target(exchange)).kind;
+	return kind == ROUTE_TRACK || kind == ROUTE_BAD_ID;
+}
+
+/* The CORS fields of an answer of this kind, when they apply, and the reason phrase. */
+static void finish_head(struct exchange *exchange, struct response_head *head,
+			enum cors_answer kind)
+{
+	if (answer_cors_applies(exchange)) {
+		const struct config *config = exchange_config(exchange);
+		struct response_field fields[CORS_FIELDS_MAX];
+		size_t count = cors_fields(config->cors_origins, config->cors_origin_count,
+					   exchange_header(exchange, "Origin"), kind, fields);
+		for (size_t i = 0; i < count; i++) {
+			if (response_head_add(head, fields[i].name, fields[i].value) < 0)
+				log_error("response head has no room for %s", fields[i].name);
+		}
+	}
+	head->reason = response_reason(head->status);
+}
+
+void answer_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
+		 exchange_fill_cb fill, const void *context)
+{
+	finish_head(exchange, head, CORS_ACTUAL);
+	exchange_send(exchange, head, body_length, fill, context);
+}
+
+int answer_stream_start(struct exchange *exchange, struct response_head *head,
+			uint64_t body_length)
+{
+	finish_head(exchange, head, CORS_ACTUAL);
+	return exchange_stream_start(exchange, head, body_length);
+}
+
+struct text_body {
+	const char *text;
+	size_t length;
+};
+
+/* A failed add would leave the body short of its Content-Length: never send that. */
+static void fill_text(struct evbuffer *output, const void *context)
+{
+	const struct text_body *body = context;
+	if (evbuffer_add(output, body->text, body->length) < 0) {
+		log_error("cannot queue a response body: aborting");
+		abort();
+	}
+}
+
+/* A short text/plain head for body; the caller may add fields before sending. */
+static struct response_head text_head(int status, const struct text_body *text)
+{
+	return (struct response_head){
+		.status = status,
+		.content_type = "text/plain; charset=utf-8",
+		.has_length = 1,
+		.content_length = text->length,
+	};
+}
+
+void answer_body(struct exchange *exchange, int status, const char *content_type,
+		 const char *body, size_t length)
+{
+	struct text_body text = {body, length};
+	struct response_head head = text_head(status, &text);
+	head.content_type = content_type;
+	answer_send(exchange, &head, text.length, fill_text, &text);
+}
+
+void answer_text(struct exchange *exchange, int status, const char *body)
+{
+	answer_body(exchange, status, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value)
+{
+	const char *cache_control = exchange_config(exchange)->error_cache_control;
+	char body[64];
+	snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
+	struct text_body text = {body, strlen(body)};
+	struct response_head head = text_head(status, &text);
+	if (cache_control != NULL)
+		response_head_add(&head, "Cache-Control", cache_control);
+	if (name != NULL)
+		response_head_add(&head, name, value);
+	answer_send(exchange, &head, text.length, fill_text, &text);
+}
+
+void answer_error(struct exchange *exchange, int status)
+{
+	if (status == 405)
+		answer_error_with(exchange, status, "Allow",
+				  answer_cors_applies(exchange) ? CORS_ALLOW_METHODS
+								: ROUTE_ALLOWED_METHODS);
+	else if (status == 503)
+		answer_error_with(exchange, status, "Retry-After", ANSWER_RETRY_AFTER_SECONDS);
+	else
+		answer_error_with(exchange, status, NULL, NULL);
+}
+
+void answer_options(struct exchange *exchange, int preflight)
+{
+	/* No body, and so no Content-Length (RFC 9110: a 204 has none). */
+	struct response_head head = {.status = 204};
+	response_head_add(&head, "Allow", CORS_ALLOW_METHODS);
+	finish_head(exchange, &head, preflight ? CORS_PREFLIGHT : CORS_ACTUAL);
+	exchange_send(exchange, &head, 0, NULL, NULL);
+}
+
+/* What each failure of a database job is answered with, and how loudly it is logged. */
+static const struct {
+	int status;
+	enum log_level level;
+	const char *words;
+} failures[] = {
+	[LOOKUP_NOT_FOUND] = {404, LOG_LEVEL_DEBUG, "no such document"},
+	[LOOKUP_NO_PATH] = {404, LOG_LEVEL_WARN, "data problem"},
+	[LOOKUP_BAD_DATA] = {500, LOG_LEVEL_ERROR, "data error"},
+	[LOOKUP_UNAVAILABLE] = {503, LOG_LEVEL_WARN, "database unavailable"},
+	[LOOKUP_FAILED] = {500, LOG_LEVEL_ERROR, "database error"},
+};
+
+static int is_failure(enum lookup_status status)
+{
+	return (size_t)status < sizeof(failures) / sizeof(failures[0]) &&
+	       failures[status].status != 0;
+}
+
+int answer_status_of_lookup(enum lookup_status status)
+{
+	/* A result (FOUND, GRIDFS) is no failure: answering one as a failure is a bug, so 500. */
+	return is_failure(status) ? failures[status].status : 500;
+}
+
+void answer_lookup_failure(struct exchange *exchange, const char *what, enum lookup_status status,
+			   const char *detail)
+{
+	if (is_failure(status))
+		log_msg(failures[status].level, "%s: %s%s%s", what, failures[status].words,
+			detail[0] ? ": " : "", detail);
+	else
+		log_error("%s: %s answered as a failure", what, lookup_status_describe(status));
+	answer_error(exchange, answer_status_of_lookup(status));
+}
+
+void answer_lookup_timeout(struct exchange *exchange, const char *what)
+{
+	log_warn("%s: database did not answer within %u ms", what,
+		 exchange_config(exchange)->lookup_timeout_ms);
+	answer_error(exchange, 503);
+}

@@ -1,0 +1,79 @@
+/*
+ * answer: the way out of every answer musicd composes, and the short ones.
+ *
+ * answer_send (and answer_stream_start, for a body that arrives later) is
+ * the one exit: it adds the CORS fields where they apply and the reason
+ * phrase, and hands head and body to the exchange. Errors are one line of
+ * text/plain with the error Cache-Control; 405 carries Allow, 503
+ * Retry-After. What a database job that found nothing usable means to a
+ * client (404, 500 or 503) is decided here once, for tracks, GridFS reads
+ * and probes alike, with its log line. Answers about a track's bytes are
+ * file_answer.h's. Each function answers only while the exchange can still
+ * respond, and does nothing otherwise.
+ */
+#ifndef MUSICD_ANSWER_H
+#define MUSICD_ANSWER_H
+
+#include <stdint.h>
+
+#include "db/lookup_status.h"
+#include "http/response_head.h"
+#include "wire/exchange.h"
+
+/* The seconds a 503 asks clients to wait before retrying. */
+#define ANSWER_RETRY_AFTER_SECONDS "5"
+
+/* Sends head (status and fields set) with body_length bytes from fill: the exit of every answer. */
+void answer_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
+		 exchange_fill_cb fill, const void *context);
+
+/* The same for a body streamed as it arrives: exchange_stream_start's 0, 1 or -1. */
+int answer_stream_start(struct exchange *exchange, struct response_head *head,
+			uint64_t body_length);
+
+/*
+ * True when this request's answers carry CORS headers: --cors-origin is on and
+ * the target is the track route (a valid :mid or not). Every answer then
+ * carries them, errors included; 405 then allows OPTIONS too.
+ */
+int answer_cors_applies(const struct exchange *exchange);
+
+/* status with a one-line text/plain body ("404 Not Found"). */
+void answer_error(struct exchange *exchange, int status);
+
+/* The same with one more field (416's Content-Range). */
+void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value);
+
+/* A short text/plain answer with body. */
+void answer_text(struct exchange *exchange, int status, const char *body);
+
+/* status with length bytes of body (copied) as content_type: a body formatted here (a scrape). */
+void answer_body(struct exchange *exchange, int status, const char *content_type,
+		 const char *body, size_t length);
+
+/*
+ * 204 to an OPTIONS on the track route with CORS on: Allow, and the preflight's
+ * Access-Control-Allow-* fields when preflight (Origin and
+ * Access-Control-Request-Method were sent), else an actual answer's.
+ */
+void answer_options(struct exchange *exchange, int preflight);
+
+/*
+ * The HTTP status for what a database job found, when that is not a result
+ * to serve: 404 (no such document, a document without a usable file), 500
+ * (GridFS data that contradicts itself, another database error) or 503 (the
+ * database could not be reached in time).
+ */
+int answer_status_of_lookup(enum lookup_status status);
+
+/*
+ * Answers that status and logs it once, at the level it deserves: what is
+ * "mid=<mid>" or a probe's name, detail the job's reason.
+ */
+void answer_lookup_failure(struct exchange *exchange, const char *what, enum lookup_status status,
+			   const char *detail);
+
+/* The lookup deadline passed first: 503, logged. */
+void answer_lookup_timeout(struct exchange *exchange, const char *what);
+
+#endif

@@ -1,0 +1,369 @@
+/*
+ * body_gridfs: one answer's walk through its byte ranges.
+ *
+ *   fetch the first span -> head + its bytes ->
+ *   [queued + next chunk > window ? wait until drained : fetch the next span]
+ *   -> ... -> the last byte appended (the exchange completes the answer)
+ *
+ * The first span is read before the head is sent, so that a file whose first
+ * chunks are missing answers 500 instead of a truncated 200. Later data
+ * errors cannot change the status any more: the connection is closed (the
+ * client sees a body shorter than its Content-Length), and it is logged.
+ *
+ * Ownership: the stream is the walk's state, malloc'd, with at most one of a
+ * fetch (a db_pool job, waited for with exchange_wait) or a drain wait
+ * pending at any time; whichever callback finds the walk over (done, failed,
+ * or the client gone) frees it. The pool thread writes only into
+ * stream->fetched, between the submit and the job's delivery.
+ */
+#include "respond/body_gridfs.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "db/gridfs_store.h"
+#include "respond/answer.h"
+#include "respond/body_file.h"
+
+/* The URL's :param is only read for its extension; this much of its end is kept. */
+#define NAME_TAIL_MAX 64
+/* "mid=<24 hex>: GridFS file <24 hex>" and a NUL. */
+#define WHAT_MAX 80
+
+struct gridfs_stream {
+	char what[WHAT_MAX]; /* for the log */
+	struct gridfs_spool *spool;
+	struct db_pool *pool;
+	struct gridfs_representation file;
+	struct file_plan plan;
+	size_t window;
+	unsigned timeout_ms;
+	int started;		  /* the head is sent */
+	size_t part;		  /* the range being read */
+	int part_opened;	  /* its multipart header is appended */
+	uint64_t position;	  /* its next byte to read */
+	uint64_t sent;		  /* body bytes appended so far, for the log */
+	struct gridfs_span span;  /* of the fetch in flight */
+	struct db_job job;
+	struct evbuffer *fetched; /* the pool thread's, while a fetch is in flight */
+	struct evbuffer *ready;	  /* the next append: part texts and bytes */
+	struct byte_range parts[]; /* plan.count ranges, in request order */
+};
+
+/* The last path segment of the request target, without its query: only its extension matters. */
+static void target_name(const char *target, char out[NAME_TAIL_MAX])
+{
+	size_t end = strcspn(target, "?#");
+	size_t start = end;
+	while (start > 0 && target[start - 1] != '/')
+		start--;
+	if (end - start >= NAME_TAIL_MAX)
+		start = end - (NAME_TAIL_MAX - 1);
+	memcpy(out, target + start, end - start);
+	out[end - start] = '\0';
+}
+
+int body_gridfs_representation(struct gridfs_representation *out,
+			       const struct gridfs_entry *entry, const char *target,
+			       const char *cache_control)
+{
+	char name[NAME_TAIL_MAX];
+	struct representation *representation = &out->representation;
+	out->entry = *entry;
+	*representation = (struct representation){
+		.size = entry->length,
+		.mtime = gridfs_last_modified(entry),
+		.cache_control = cache_control,
+		.file_lines = out->file_lines,
+	};
+	target_name(target, name);
+	representation->content_type = gridfs_content_type(&out->entry, name);
+	gridfs_etag(representation->etag, entry);
+	http_date_format(representation->last_modified, representation->mtime);
+	return response_head_file_lines(out->file_lines, sizeof(out->file_lines),
+					representation->last_modified, representation->etag,
+					cache_control) > 0
+		       ? 0
+		       : -1;
+}
+
+static void stream_free(struct gridfs_stream *stream)
+{
+	if (stream->fetched != NULL)
+		evbuffer_free(stream->fetched);
+	if (stream->ready != NULL)
+		evbuffer_free(stream->ready);
+	free(stream);
+}
+
+static void fetch(struct exchange *exchange, struct gridfs_stream *stream);
+
+/* On a pool thread: the span's bytes into fetched. */
+static void read_span(struct db_job *job, const struct db_thread *thread)
+{
+	struct gridfs_stream *stream =
+		(struct gridfs_stream *)((char *)job - offsetof(struct gridfs_stream, job));
+	job->status = gridfs_store_read(thread->client, thread->database, thread->gridfs_bucket,
+					&stream->file.entry, &stream->span, stream->fetched,
+					job->detail, sizeof(job->detail));
+}
+
+/* Appends text to ready (a multipart header or the closing); 0 or -1. */
+static int add_text(struct gridfs_stream *stream, const char *text, size_t length)
+{
+	return length > 0 && evbuffer_add(stream->ready, text, length) == 0 ? 0 : -1;
+}
+
+/* Moves the fetched bytes (and the texts around them) into ready and advances the walk. */
+static int take_fetched(struct gridfs_stream *stream)
+{
+	const struct representation *representation = &stream->file.representation;
+	struct file_plan *plan = &stream->plan;
+	char text[MULTIPART_HEADER_MAX];
+	int multipart = plan->count > 1;
+	if (multipart && !stream->part_opened) {
+		size_t length = multipart_part_header(text, sizeof(text), plan->boundary,
+						      representation->content_type,
+						      &stream->parts[stream->part],
+						      representation->size);
+		if (add_text(stream, text, length) < 0)
+			return -1;
+		stream->part_opened = 1;
+	}
+	if (evbuffer_add_buffer(stream->ready, stream->fetched) < 0)
+		return -1;
+	stream->position = stream->span.last + 1;
+	if (stream->position > stream->parts[stream->part].last) {
+		stream->part++;
+		stream->part_opened = 0;
+		if (stream->part < plan->count)
+			stream->position = stream->parts[stream->part].first;
+		else if (multipart &&
+			 add_text(stream, text, multipart_closing(text, sizeof(text), plan->boundary)) <
+				 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void on_drained(struct exchange *exchange, void *arg)
+{
+	struct gridfs_stream *stream = arg;
+	if (!exchange_stream_alive(exchange)) {
+		log_debug("%s: client left after %" PRIu64 " bytes", stream->what, stream->sent);
+		stream_free(stream);
+		return;
+	}
+	fetch(exchange, stream);
+}
+
+/* Reads on, or waits for the client first when the next chunk would overfill the window. */
+static void read_on(struct exchange *exchange, struct gridfs_stream *stream)
+{
+	const struct byte_range *part = &stream->parts[stream->part];
+	uint64_t chunk_size = stream->file.entry.chunk_size;
+	uint64_t chunk_end = (stream->position / chunk_size + 1) * chunk_size - 1;
+	uint64_t next = (chunk_end < part->last ? chunk_end : part->last) - stream->position + 1;
+	size_t queued = exchange_stream_queued(exchange);
+	if (queued == 0 || queued + next <= stream->window) {
+		fetch(exchange, stream);
+		return;
+	}
+	size_t low = next < stream->window ? stream->window - (size_t)next : 0;
+	if (exchange_stream_when_drained(exchange, low, on_drained, stream) < 0) {
+		exchange_stream_abort(exchange);
+		stream_free(stream);
+	}
+}
+
+/* The head: 0 (the body follows), 1 (complete already) or -1. */
+static int send_head(struct exchange *exchange, struct gridfs_stream *stream)
+{
+	struct file_head_text text;
+	struct response_head head =
+		file_plan_head(exchange, &stream->file.representation, NULL, &stream->plan, &text);
+	return answer_stream_start(exchange, &head, head.content_length);
+}
+
+static void on_fetched(struct exchange *exchange, void *arg)
+{
+	struct gridfs_stream *stream = arg;
+	struct db_job *job = &stream->job;
+	if (!stream->started) {
+		if (!exchange_can_respond(exchange)) {
+			stream_free(stream); /* the client left, or the deadline answered */
+			return;
+		}
+		if (job->status != LOOKUP_FOUND) {
+			answer_lookup_failure(exchange, stream->what, job->status, job->detail);
+			stream_free(stream);
+			return;
+		}
+		if (send_head(exchange, stream) != 0) {
+			stream_free(stream);
+			return;
+		}
+		stream->started = 1;
+	} else if (!exchange_stream_alive(exchange)) {
+		stream_free(stream);
+		return;
+	} else if (job->status != LOOKUP_FOUND) {
+		log_error("%s: %s: %s; closing the connection after %" PRIu64 " of its bytes",
+			  stream->what,
+			  job->status == LOOKUP_BAD_DATA ? "data error"
+							 : lookup_status_describe(job->status),
+			  job->detail, stream->sent);
+		exchange_stream_abort(exchange);
+		stream_free(stream);
+		return;
+	}
+	if (take_fetched(stream) < 0) {
+		log_error("%s: out of memory streaming; closing the connection", stream->what);
+		exchange_stream_abort(exchange);
+		stream_free(stream);
+		return;
+	}
+	stream->sent += evbuffer_get_length(stream->ready);
+	if (exchange_stream_append(exchange, stream->ready) < 0 ||
+	    stream->part == stream->plan.count) {
+		stream_free(stream); /* closed, or the last byte is queued */
+		return;
+	}
+	read_on(exchange, stream);
+}
+
+static void on_deadline(struct exchange *exchange, void *arg)
+{
+	struct gridfs_stream *stream = arg;
+	answer_lookup_timeout(exchange, stream->what);
+}
+
+/* Asks a pool thread for the next span: as many chunks as the window has room for. */
+static void fetch(struct exchange *exchange, struct gridfs_stream *stream)
+{
+	size_t queued = exchange_stream_queued(exchange);
+	uint64_t room = queued < stream->window ? stream->window - queued : 0;
+	stream->span = gridfs_span_next(&stream->file.entry, stream->position,
+					stream->parts[stream->part].last, room);
+	stream->job = (struct db_job){
+		.run = read_span,
+		.deadline = clock_deadline_after(stream->timeout_ms),
+		.delivery = exchange_wait(exchange, stream->timeout_ms, on_fetched, on_deadline,
+					  stream),
+	};
+	if (stream->job.delivery != NULL && db_pool_submit(stream->pool, &stream->job) == 0)
+		return;
+	if (stream->job.delivery != NULL)
+		exchange_wait_cancel(exchange);
+	if (stream->started) {
+		log_warn("%s: cannot queue a GridFS read (too many lookups in flight, or "
+			 "stopping); closing the connection after %" PRIu64 " bytes",
+			 stream->what, stream->sent);
+		exchange_stream_abort(exchange);
+	} else {
+		log_warn("%s: cannot queue a GridFS read: too many in flight", stream->what);
+		answer_error(exchange, 503);
+	}
+	stream_free(stream);
+}
+
+/* Sends the decided answer from the spooled copy (fd, taken over), by sendfile. */
+static void send_copy(struct exchange *exchange, struct gridfs_stream *stream, int fd)
+{
+	struct evbuffer_file_segment *segment = evbuffer_file_segment_new(
+		fd, 0, (ev_off_t)stream->file.entry.length, EVBUF_FS_CLOSE_ON_FREE);
+	if (segment == NULL) {
+		close(fd);
+		log_error("%s: out of memory sending its spooled copy", stream->what);
+		answer_error(exchange, 500);
+		return;
+	}
+	struct file_body copy = {.kind = BODY_FILE, .segment = segment};
+	body_file_send(exchange, &stream->file.representation, &copy, &stream->plan);
+	evbuffer_file_segment_free(segment); /* the answer holds its own references */
+}
+
+/* Starts reading the ranges from GridFS itself; owns the stream from here. */
+static void stream_from_gridfs(struct exchange *exchange, struct gridfs_stream *stream)
+{
+	stream->position = stream->parts[0].first;
+	stream->fetched = evbuffer_new();
+	stream->ready = evbuffer_new();
+	if (stream->fetched == NULL || stream->ready == NULL) {
+		log_error("%s: out of memory for a GridFS answer", stream->what);
+		answer_error(exchange, 500);
+		stream_free(stream);
+		return;
+	}
+	fetch(exchange, stream);
+}
+
+/* The spool's fill of this file ended: send the copy, or read GridFS after all. */
+static void on_spooled(struct exchange *exchange, void *arg)
+{
+	struct gridfs_stream *stream = arg;
+	if (!exchange_can_respond(exchange)) {
+		stream_free(stream);
+		return;
+	}
+	if (stream->job.status == LOOKUP_FOUND) {
+		int fd = gridfs_spool_open_copy(stream->spool, &stream->file.entry);
+		if (fd >= 0) {
+			send_copy(exchange, stream, fd);
+			stream_free(stream);
+			return;
+		}
+	} else {
+		log_debug("%s: no spooled copy (%s): reading GridFS", stream->what,
+			  stream->job.detail);
+	}
+	stream_from_gridfs(exchange, stream);
+}
+
+void body_gridfs_send(struct exchange *exchange, const struct representation *representation,
+		      const struct file_body *body, const struct file_plan *plan)
+{
+	const struct config *config = exchange_config(exchange);
+	(void)representation; /* made again below, into the stream's own storage */
+	struct gridfs_stream *stream =
+		calloc(1, sizeof(*stream) + plan->count * sizeof(stream->parts[0]));
+	if (stream == NULL ||
+	    body_gridfs_representation(&stream->file, body->gridfs, exchange_target(exchange),
+				       config->cache_control) < 0) {
+		log_error("mid=%s: out of memory for a GridFS answer", body->mid);
+		answer_error(exchange, 500);
+		free(stream);
+		return;
+	}
+	snprintf(stream->what, sizeof(stream->what), "mid=%s: GridFS file %s", body->mid,
+		 body->gridfs->id);
+	stream->spool = body->spool;
+	stream->pool = body->pool;
+	stream->window = config->gridfs_window;
+	stream->timeout_ms = config->lookup_timeout_ms;
+	stream->plan = *plan;
+	memcpy(stream->parts, plan->parts, plan->count * sizeof(stream->parts[0]));
+	stream->plan.parts = stream->parts;
+
+	if (stream->spool != NULL) {
+		int fd = gridfs_spool_open_copy(stream->spool, &stream->file.entry);
+		if (fd >= 0) {
+			send_copy(exchange, stream, fd);
+			stream_free(stream);
+			return;
+		}
+		/* The copy's fill (one for every request that asks meanwhile), then the copy. */
+		stream->job.delivery =
+			exchange_wait(exchange, stream->timeout_ms, on_spooled, NULL, stream);
+		if (stream->job.delivery != NULL) {
+			gridfs_spool_wait(stream->spool, &stream->file.entry, &stream->job);
+			return;
+		}
+	}
+	stream_from_gridfs(exchange, stream);
+}

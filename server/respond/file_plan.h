@@ -1,0 +1,76 @@
+/*
+ * file_plan: what file_answer decided, as the body sources receive it: where
+ * the bytes come from (struct file_body), which of them (struct file_plan),
+ * and the 200 or 206 head that announces them, built the same way for every
+ * source.
+ */
+#ifndef MUSICD_FILE_PLAN_H
+#define MUSICD_FILE_PLAN_H
+
+#include <event2/buffer.h>
+#include <stddef.h>
+
+#include "db/db_pool.h"
+#include "db/gridfs_entry.h"
+#include "db/gridfs_spool.h"
+#include "http/disposition.h"
+#include "http/multipart.h"
+#include "http/range.h"
+#include "http/representation.h"
+#include "http/response_head.h"
+#include "wire/exchange.h"
+
+enum body_kind {
+	BODY_FILE,
+	BODY_GRIDFS,
+	BODY_KINDS
+};
+
+/* Where an answer's bytes come from; the caller's, for the call only (a source copies what it keeps). */
+struct file_body {
+	enum body_kind kind;
+	const char *download_path; /* the name ?download offers comes from it; NULL: the URL's */
+	struct evbuffer_file_segment *segment;	/* BODY_FILE: borrowed, the whole file */
+	const char *mid;			/* BODY_GRIDFS: the track, for the log */
+	const struct gridfs_entry *gridfs;	/* BODY_GRIDFS */
+	struct gridfs_spool *spool;		/* BODY_GRIDFS: copies to send instead; NULL: none */
+	struct db_pool *pool;			/* BODY_GRIDFS: where chunks are read */
+};
+
+/* The decided body: the whole representation (200), one range or several (206). */
+struct file_plan {
+	int whole;
+	const struct byte_range *parts; /* count ranges, in request order */
+	size_t count;
+	char boundary[MULTIPART_BOUNDARY_MAX]; /* count > 1: multipart/byteranges */
+};
+
+/* What the fields of a 200 or 206 head point to besides the representation. */
+struct file_head_text {
+	char content_range[80];
+	char content_type[MULTIPART_BOUNDARY_MAX + 64];
+	char disposition[DISPOSITION_VALUE_MAX];
+};
+
+/*
+ * The 200 or 206 head of plan: its fields point into representation and text,
+ * which must outlive the head. For the body sources.
+ */
+struct response_head file_plan_head(struct exchange *exchange,
+				      const struct representation *representation,
+				      const char *download_path, const struct file_plan *plan,
+				      struct file_head_text *text);
+
+/*
+ * Content-Disposition: attachment, named after download_path (NULL: the
+ * URL's :param), when the target asks for ?download; value holds it and
+ * must outlive the head. The one field an offloaded answer shares with these.
+ */
+void file_plan_add_disposition(struct exchange *exchange, struct response_head *head,
+			       const char *download_path, char value[DISPOSITION_VALUE_MAX]);
+
+/* The body's length for plan (multipart texts included). */
+uint64_t file_plan_body_length(const struct representation *representation,
+				 const struct file_plan *plan);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * handoff: the three strategies. In both offload modes musicd answers 200
+ * with headers only: the front server replaces the body with the file and
+ * does ranges and conditional requests itself, from its own view of the file.
+ */
+#include "respond/handoff.h"
+
+#include <limits.h>
+
+#include "base/log.h"
+#include "http/offload.h"
+#include "respond/answer.h"
+#include "respond/file_answer.h"
+#include "respond/file_plan.h"
+
+#define OFFLOAD_URI_MAX (PATH_MAX * 3 + 256)
+
+static void answer_by_sendfile(struct exchange *exchange, const struct cached_file *file,
+			       const struct media_roots *roots)
+{
+	(void)roots;
+	struct file_body body = {
+		.kind = BODY_FILE,
+		.download_path = file->resolved_path,
+		.segment = file->segment,
+	};
+	file_answer(exchange, &file->representation, &body);
+}
+
+/* 200 with headers only, handing the body to a front server through header: value. */
+static void answer_offloaded(struct exchange *exchange, const struct cached_file *file,
+			     const char *header, const char *value)
+{
+	const struct representation *representation = &file->representation;
+	/* Headers only: the front server replaces the (empty) body with the file. */
+	struct response_head head = {
+		.status = 200,
+		.content_type = representation->content_type,
+		.has_length = 1,
+		.content_length = 0,
+	};
+	if (representation->cache_control != NULL)
+		response_head_add(&head, "Cache-Control", representation->cache_control);
+	response_head_add(&head, header, value);
+	char disposition[DISPOSITION_VALUE_MAX];
+	file_plan_add_disposition(exchange, &head, file->resolved_path, disposition);
+	answer_send(exchange, &head, 0, NULL, NULL);
+}
+
+static void answer_by_accel_redirect(struct exchange *exchange, const struct cached_file *file,
+				     const struct media_roots *roots)
+{
+	char uri[OFFLOAD_URI_MAX];
+	size_t root = (size_t)file->root_index;
+	if (offload_accel_uri(exchange_config(exchange)->x_accel_redirects[root],
+			      roots->paths[root], file->resolved_path, uri, sizeof(uri)) == 0) {
+		log_error("%s: cannot express as an X-Accel-Redirect URI", file->resolved_path);
+		answer_error(exchange, 500);
+		return;
+	}
+	answer_offloaded(exchange, file, "X-Accel-Redirect", uri);
+}
+
+static void answer_by_x_sendfile(struct exchange *exchange, const struct cached_file *file,
+				 const struct media_roots *roots)
+{
+	(void)roots;
+	if (!offload_header_safe(file->resolved_path)) {
+		log_error("%s: path has control characters; cannot send it as X-Sendfile",
+			  file->resolved_path);
+		answer_error(exchange, 500);
+		return;
+	}
+	answer_offloaded(exchange, file, "X-Sendfile", file->resolved_path);
+}
+
+static const struct handoff strategies[] = {
+	{"sendfile", answer_by_sendfile},
+	{"x-accel-redirect", answer_by_accel_redirect},
+	{"x-sendfile", answer_by_x_sendfile},
+};
+
+const struct handoff *handoff_for(const struct config *config)
+{
+	if (config->x_accel_redirect_count > 0)
+		return &strategies[1];
+	if (config->x_sendfile)
+		return &strategies[2];
+	return &strategies[0];
+}

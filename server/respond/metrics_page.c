@@ -1,0 +1,81 @@
+/*
+ * metrics_page: a snapshot summed over every shard, formatted into a buffer
+ * that grows to the largest scrape and is then reused.
+ */
+#include "respond/metrics_page.h"
+
+#include <stdlib.h>
+
+#include "base/log.h"
+#include "base/metrics_process.h"
+#include "base/metrics_text.h"
+#include "respond/answer.h"
+
+#define METRICS_TEXT_INITIAL (16 * 1024)
+
+struct metrics_page {
+	struct metrics_sources sources;
+	struct metrics_snapshot snapshot;
+	char *text;
+	size_t text_size;
+};
+
+struct metrics_page *metrics_page_new(const struct metrics_sources *sources)
+{
+	struct metrics_page *page = calloc(1, sizeof(*page));
+	if (page == NULL || (page->text = malloc(METRICS_TEXT_INITIAL)) == NULL) {
+		free(page);
+		return NULL;
+	}
+	page->sources = *sources;
+	page->text_size = METRICS_TEXT_INITIAL;
+	page->snapshot.process.start_time_seconds = metrics_process_start_time();
+	return page;
+}
+
+void metrics_page_free(struct metrics_page *page)
+{
+	if (page == NULL)
+		return;
+	free(page->text);
+	free(page);
+}
+
+/* The snapshot's text in page->text; its length, or 0 if out of memory. */
+static size_t format_snapshot(struct metrics_page *page)
+{
+	const struct metrics_sources *sources = &page->sources;
+	struct metrics_snapshot *snapshot = &page->snapshot;
+	metrics_collect(sources->metrics, snapshot);
+	struct cache_stats lookups = lookup_cache_stats(sources->lookup_cache);
+	struct cache_stats files = file_cache_stats(sources->file_cache);
+	snapshot->lookup_cache = (struct metrics_cache_snapshot){
+		lookups.hits, lookups.misses, lookups.evictions, lookups.entries};
+	snapshot->file_cache =
+		(struct metrics_cache_snapshot){files.hits, files.misses, files.evictions, files.entries};
+	snapshot->connections_open = atomic_load(sources->open_connections);
+	snapshot->version = sources->version;
+	snapshot->have_process = metrics_process_read(&snapshot->process) == 0;
+
+	for (;;) {
+		size_t length = metrics_text_format(snapshot, page->text, page->text_size);
+		if (length < page->text_size)
+			return length;
+		char *grown = realloc(page->text, length + 1);
+		if (grown == NULL)
+			return 0;
+		page->text = grown;
+		page->text_size = length + 1;
+	}
+}
+
+void metrics_page_answer(struct exchange *exchange, struct metrics_page *page)
+{
+	size_t length = format_snapshot(page);
+	if (length == 0) {
+		log_error("metrics: out of memory formatting a scrape");
+		answer_error(exchange, 500);
+		return;
+	}
+	answer_body(exchange, 200, METRICS_TEXT_CONTENT_TYPE, page->text, length);
+}
