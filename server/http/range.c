@@ -1,10 +1,13 @@
 /*
  * range: the Range header grammar as nginx reads it: "bytes=" in any case,
  * then comma-separated "first-last", "first-" or "-suffix", spaces allowed
- * around numbers and dashes. Numbers that overflow, stray characters, empty
- * items and a missing dash are malformed. Ranges starting at or past the end
- * are dropped; if none remains the request is unsatisfiable. Unlike nginx, an
- * empty file satisfies no range (416, as RFC 9110 says), where nginx sends 200.
+ * around numbers and dashes. Numbers that overflow, stray characters, a last
+ * position before the first and a missing dash are malformed, and one
+ * malformed item makes the whole set malformed. Empty list elements are
+ * ignored (RFC 9110 section 5.6.1.2), where nginx finds them malformed.
+ * Ranges starting at or past the end are dropped; if none remains the
+ * request is unsatisfiable. Unlike nginx, an empty file satisfies no range
+ * (416, as RFC 9110 says), where nginx sends 200.
  */
 #include "http/range.h"
 
@@ -64,8 +67,8 @@ static const char *read_spec(const char *p, uint64_t size, uint64_t *start, uint
 			*end = size; /* "first-" */
 		} else {
 			p = read_number(p, &number);
-			if (p == NULL)
-				return NULL;
+			if (p == NULL || number < *start)
+				return NULL; /* "5-4" is no range: the whole set is malformed */
 			*end = number >= size ? size : number + 1;
 		}
 	}
@@ -86,6 +89,14 @@ enum range_verdict range_parse(const char *header, uint64_t size, size_t max_par
 
 	for (;;) {
 		uint64_t start, end;
+		p = skip_spaces(p);
+		if (*p == ',' || *p == '\0') {
+			/* An empty list element (blanks at most): a recipient ignores it. */
+			if (*p == '\0')
+				break;
+			p++;
+			continue;
+		}
 		p = read_spec(p, size, &start, &end);
 		if (p == NULL)
 			return RANGE_UNSATISFIABLE;
@@ -103,7 +114,7 @@ enum range_verdict range_parse(const char *header, uint64_t size, size_t max_par
 		p++; /* the comma */
 	}
 	if (found == 0)
-		return RANGE_UNSATISFIABLE;
+		return RANGE_UNSATISFIABLE; /* none satisfiable, or no range-spec at all ("bytes=,") */
 	if (total > size)
 		return RANGE_WHOLE; /* overlapping or repeated ranges: a cheap abuse guard */
 	*count = found;

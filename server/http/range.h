@@ -1,14 +1,18 @@
 /*
  * range: parses a Range header against a file size (RFC 9110 section 14),
- * deciding what nginx's range filter decides for the same input. Pure.
+ * deciding what nginx's range filter decides for the same input, but for
+ * empty list elements. Pure.
  *
  *   absent, another unit, too many ranges, or ranges that add up to more than
  *   the file                                  -> RANGE_WHOLE  (200, whole file)
  *   one or more satisfiable ranges            -> RANGE_PARTS  (206)
  *   nothing satisfiable, or malformed syntax  -> RANGE_UNSATISFIABLE (416)
  *
- * Malformed byte ranges get 416, as nginx answers (RFC 9110 also allows
- * ignoring them); ranges are kept in request order, not merged.
+ * Malformed byte ranges get 416, as nginx and Go's net/http answer (RFC 9110
+ * also allows ignoring them); a set with one malformed item (a reversed
+ * "5-4" beside a valid one) is malformed as a whole, and empty list elements
+ * ("0-1,,2-3", "0-1,") are ignored, as RFC 9110 section 5.6.1.2 requires
+ * (nginx finds them malformed). Ranges are kept in request order, not merged.
  */
 #ifndef MUSICD_RANGE_H
 #define MUSICD_RANGE_H

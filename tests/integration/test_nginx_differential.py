@@ -155,11 +155,9 @@ BATTERY = [
     case("other-unit", 200, rng("items=0-5")),
     case("unit-alone", 200, rng("bytes=")),
     # malformed: 416 in both
-    case("malformed-empty-item", 416, rng("bytes=0-1,,2-3")),
     case("malformed-double-dash", 416, rng("bytes=--5")),
     case("malformed-last-before-first", 416, rng("bytes=5-3")),
     case("malformed-garbage", 416, rng("bytes=abc")),
-    case("malformed-trailing-comma", 416, rng("bytes=0-1,")),
     case("malformed-three-numbers", 416, rng("bytes=1-2-3")),
     case("malformed-dash-alone", 416, rng("bytes=-")),
     case("malformed-overflow-2^64", 416, rng("bytes=0-18446744073709551616")),
@@ -259,6 +257,17 @@ DOCUMENTED_DIFFERENCES = [
                lambda v: {"Range": "bytes=0-1", "If-Range": v.date() + ","},
                "cond.h: an If-Range that is neither the ETag nor an HTTP-date equal to "
                "Last-Modified gets the whole file; nginx reads the date prefix"),
+    Difference("range-empty-list-element-is-ignored", 206, 416, "GET",
+               lambda v: {"Range": "bytes=0-1,,2-3"},
+               "range.h / RFC 9110 5.6.1.2: a recipient accepts and ignores empty list "
+               "elements; nginx finds the set malformed"),
+    Difference("range-set-with-a-reversed-item-is-malformed", 416, 206, "GET",
+               lambda v: {"Range": "bytes=5-3,0-1"},
+               "range.h / RFC 9110 14.1.1: one invalid range-spec makes the ranges-specifier "
+               "invalid (416, as Go's net/http answers); nginx serves the valid items"),
+    Difference("range-trailing-comma-is-an-empty-element", 206, 416, "GET",
+               lambda v: {"Range": "bytes=0-1,"},
+               "range.h / RFC 9110 5.6.1.2, as above"),
     Difference("range-trailing-tab-is-not-part-of-the-value", 206, 416, "GET",
                lambda v: {"Range": "bytes=-999\t"},
                "RFC 9110 5.5: trailing HTAB is not part of a field value; libevent strips it, "
@@ -355,21 +364,42 @@ def answer_summary(resp):
     return resp.status, resp.header("Content-Range"), parts
 
 
+def without_empty_elements(value):
+    """value with its empty list elements left out (range.h's one difference from nginx's
+    grammar), or None when it has none or is no bytes range."""
+    if not value.lower().startswith("bytes="):
+        return None
+    items = value[len("bytes="):].split(",")
+    kept = [item for item in items if item.strip(" ")]
+    if len(kept) == len(items) or not kept:
+        return None
+    return value[:len("bytes=")] + ",".join(kept)
+
+
 def test_random_range_headers_answer_as_nginx(pair):
     values = random_range_values()
     assert len(set(values)) > RANDOM_RANGES // 2
     disagreements = []
     statuses = collections.Counter()
+    explained = 0
     for value in values:
         m = answer_summary(pair.ask_musicd("GET", {"Range": value}))
         n = answer_summary(pair.ask_nginx("GET", {"Range": value}))
         statuses[m[0]] += 1
-        if m != n:
-            disagreements.append(f"Range: {value!r}: musicd {m}, nginx {n}")
+        if m == n:
+            continue
+        # The documented difference: musicd answers as nginx answers the set without its
+        # empty elements.
+        plain = without_empty_elements(value)
+        if plain is not None and m == answer_summary(pair.ask_nginx("GET", {"Range": plain})):
+            explained += 1
+            continue
+        disagreements.append(f"Range: {value!r}: musicd {m}, nginx {n}")
     assert not disagreements, f"{len(disagreements)} of {len(values)} differ:\n" + \
         "\n".join(disagreements[:20])
-    # the batch reaches every outcome
+    # the batch reaches every outcome, and the documented difference
     assert set(statuses) == {200, 206, 416}, statuses
+    assert explained > 0, "no value with an empty list element in the batch"
 
 
 @pytest.mark.parametrize("value", ["bytes=0-", "bytes=-5", "bytes=0-0"])

@@ -218,11 +218,10 @@ def test_empty_file_without_range_is_200_and_empty(server, library):
 
 
 @pytest.mark.parametrize("value", [
-    "bytes=0-1,,2-3",         # empty item
-    "bytes=,0-1",             # leading empty item
-    "bytes=0-1,",             # trailing comma
-    "bytes=--5",
     "bytes=5-3",              # last before first
+    "bytes=5-3,0-1",          # one reversed item beside a valid one (RFC 9110 14.1.1; Go: 416)
+    "bytes=0-1,7-2",
+    "bytes=--5",
     "bytes=-",
     "bytes=1-2-3",
     "bytes=abc",
@@ -237,6 +236,24 @@ def test_empty_file_without_range_is_200_and_empty(server, library):
 def test_malformed_range_is_416_as_nginx(server, track, value):
     """Documented choice (range.h, README): malformed byte ranges get 416, as nginx answers."""
     assert_unsatisfiable(get_range(server, track, value), track.size)
+
+
+@pytest.mark.parametrize("value, parts", [
+    ("bytes=0-1,,2-3", [(0, 1), (2, 3)]),
+    ("bytes=,0-1", [(0, 1)]),
+    ("bytes=0-1,", [(0, 1)]),
+    ("bytes=0-1, ,2-3", [(0, 1), (2, 3)]),
+])
+def test_empty_list_elements_are_ignored(server, track, value, parts):
+    """RFC 9110 5.6.1.2: a recipient accepts and ignores empty list elements (nginx: 416)."""
+    resp = get_range(server, track, value)
+    assert resp.status == 206, (value, resp)
+    if len(parts) == 1:
+        assert resp.header("Content-Range") == f"bytes {parts[0][0]}-{parts[0][1]}/{track.size}"
+        assert resp.body == track.data[parts[0][0]:parts[0][1] + 1]
+    else:
+        got = parse_multipart(resp.header("Content-Type"), resp.body)
+        assert [(p.first, p.last) for p in got] == parts
 
 
 # -- several ranges --------------------------------------------------------------------------
