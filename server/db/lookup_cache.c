@@ -6,6 +6,7 @@
  */
 #include "db/lookup_cache.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -195,6 +196,8 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 {
 	if (etag != NULL && strlen(etag) >= ETAG_MAX)
 		return; /* not an ETag etag_from_field or etag_format made: not kept */
+	if (path != NULL && strnlen(path, PATH_MAX) >= PATH_MAX)
+		return; /* no file has such a path: not kept, whatever a document says */
 	if (!keeps(cache, path == NULL))
 		return;
 	struct lookup_entry *entry = calloc(1, sizeof(*entry));

@@ -35,7 +35,12 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 				      unsigned negative_ttl_seconds);
 void lookup_cache_free(struct lookup_cache *cache);
 
-/* Remembers mid -> path (path NULL: no such document) until its TTL passes. */
+/*
+ * Remembers mid -> path (path NULL: no such document) until its TTL passes. A
+ * path of PATH_MAX bytes or more names no file that can be opened and is not
+ * kept: what an entry holds is bounded (find_track.c refuses such a path
+ * first; this is the cache's own promise).
+ */
 void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path);
 
 /* As lookup_cache_put, with the document's ETag (quoted; NULL or "": none) kept beside the path. */

@@ -478,3 +478,31 @@ def test_cache_entries_never_exceed_the_configured_bound(musicd, library):
     lookups, files = _fill_caches(musicd, library, 150, lookup_entries=10, file_entries=10)
     assert (lookups[3] <= 10, files[3] <= 10) == (True, True), \
         f"{lookups[3]} lookup cache entries (bound 10), {files[3]} open files cached (bound 10)"
+
+
+HUGE_PATH_BYTES = 4 << 20
+HUGE_PATH_DOCUMENTS = 12
+
+
+def test_documents_with_paths_no_file_can_have_are_404_and_never_kept(musicd, library, db):
+    # (fails before the fix: each 4 MiB path was kept in the lookup cache until its TTL, though
+    # no file has such a path and every answer was 404: 48 MiB for 12 documents, 539 MiB for a
+    # run of 8 MB ones.) A path of PATH_MAX bytes or more is "no usable path" when read.
+    server = musicd.start(extra_args=["--lookup-threads", "1"])
+    warm = 3
+    ids = [db.insert({"path": "/" + "a" * (HUGE_PATH_BYTES - 1)})
+           for _ in range(HUGE_PATH_DOCUMENTS + warm)]
+    # Warm: the lookup thread's first replies of this size are part of the baseline.
+    for oid in ids[:warm]:
+        assert httpraw.exchange(server.port, "GET", f"/musicdb/{oid}/a.mp3",
+                                timeout=scaled(30))[0].status == 404
+    baseline = server.rss_bytes()
+    for oid in ids[warm:]:
+        resp, _ = httpraw.exchange(server.port, "GET", f"/musicdb/{oid}/a.mp3",
+                                   timeout=scaled(30))
+        assert_error(resp, 404)
+    growth = server.rss_bytes() - baseline
+    assert growth < HUGE_PATH_BYTES * HUGE_PATH_DOCUMENTS // 3, \
+        f"musicd grew {growth >> 20} MiB answering {HUGE_PATH_DOCUMENTS} such documents"
+    assert scrape(server).value("musicd_lookup_cache_entries") == 0
+    server.wait_for_stderr(f"mid={ids[warm]}: data problem")

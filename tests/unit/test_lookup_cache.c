@@ -9,6 +9,7 @@
  * bound on entries, and the counters.
  */
 #include <pthread.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -180,6 +181,31 @@ static void test_a_negative_entry_keeps_no_etag_and_an_overlong_one_is_not_kept(
 	lookup_cache_put_tagged(cache, OTHER_MID, PATH, overlong);
 	assert_int_equal(get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
 			 LOOKUP_CACHE_MISS);
+	lookup_cache_free(cache);
+}
+
+static void test_a_path_of_path_max_bytes_or_more_is_not_kept(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	char *huge = malloc(8 * 1024 * 1024 + 1), path[PATH_SIZE];
+	assert_non_null(huge);
+	memset(huge, '/', 8 * 1024 * 1024);
+	huge[8 * 1024 * 1024] = '\0';
+	lookup_cache_put(cache, MID, huge);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	huge[PATH_MAX] = '\0'; /* PATH_MAX bytes: still too long, with its NUL */
+	lookup_cache_put(cache, MID, huge);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	huge[PATH_MAX - 1] = '\0'; /* the longest path a file can have */
+	lookup_cache_put(cache, OTHER_MID, huge);
+	char *longest = malloc(PATH_MAX);
+	assert_non_null(longest);
+	assert_int_equal(get_path(cache, OTHER_MID, longest, PATH_MAX), LOOKUP_CACHE_HIT);
+	assert_int_equal(strlen(longest), PATH_MAX - 1);
+	assert_int_equal(lookup_cache_stats(cache).entries, 1);
+	free(longest);
+	free(huge);
 	lookup_cache_free(cache);
 }
 
@@ -950,6 +976,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get_on_an_empty_cache_misses),
 		cmocka_unit_test(test_put_then_get_hits_and_copies_the_path),
+		cmocka_unit_test(test_a_path_of_path_max_bytes_or_more_is_not_kept),
 		cmocka_unit_test(test_put_keeps_its_own_copy_of_the_path),
 		cmocka_unit_test(test_a_tagged_entry_gives_back_the_path_and_the_document_etag),
 		cmocka_unit_test(test_a_negative_entry_keeps_no_etag_and_an_overlong_one_is_not_kept),
