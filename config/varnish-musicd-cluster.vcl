@@ -95,6 +95,16 @@ sub vcl_recv {
         # Always an origin's current state (the URL's origin on the ring), never a cached one.
         return (pass);
     }
+    if (req.url ~ "^/musicdb/" &&
+        (req.http.If-Match || req.http.If-Unmodified-Since || req.http.If-Range)) {
+        # Preconditions Varnish would not evaluate: on a miss it drops If-Match and
+        # If-Unmodified-Since from the fetch of the whole track, and on a hit it ignores them
+        # and If-Range, so a client musicd would answer 412 (or the whole file, for an If-Range
+        # that does not match) would get 200 or 206. Passed, musicd evaluates them (RFC 9110
+        # section 13), as for a client that reaches it directly; such requests are rare
+        # (resumed downloads, editors), and a player's plain GET and Range stay cached.
+        return (pass);
+    }
     if (req.url ~ "^/musicdb/") {
         # Tracks do not depend on cookies (musicd ignores them); without this a browser with
         # any cookie for the site would bypass the cache (the built-in VCL passes on Cookie).

@@ -540,3 +540,36 @@ def test_errors_carry_no_store_directly_and_through_nginx(musicd, library, front
     assert gone.status_code == 502
     assert gone.headers["Cache-Control"] == "no-store"
     assert gone.headers["Content-Type"] == "text/plain"
+
+
+def test_varnish_gives_if_match_if_unmodified_since_and_if_range_musicds_answers(musicd, library,
+                                                                                 frontends):
+    # (fails before the fix: on a miss Varnish dropped If-Match and If-Unmodified-Since from
+    # its fetch, on a hit it ignored them, so a client musicd answers 412 got 200 from Varnish.)
+    track = library.add(library.media.short, "short.mp3")
+    server, _, varnish = stack(musicd, frontends)
+    direct = get(server, track)
+    etag, last_modified = direct.headers["ETag"], direct.headers["Last-Modified"]
+    before = "Thu, 01 Jan 1998 00:00:00 GMT"
+    cases = [
+        ({"If-Match": '"another"'}, 412),
+        ({"If-Match": etag}, 200),
+        ({"If-Unmodified-Since": before}, 412),
+        ({"If-Unmodified-Since": last_modified}, 200),
+        ({"Range": "bytes=0-99", "If-Range": '"another"'}, 200),
+        ({"Range": "bytes=0-99", "If-Range": etag}, 206),
+        ({"Range": "bytes=0-99", "If-Range": before}, 200),
+    ]
+    for rounds in ("miss", "hit"):
+        if rounds == "hit":
+            assert get(varnish, track).status_code == 200
+            assert get(varnish, track).headers["X-Cache"] == "hit"
+        for headers, status in cases:
+            musicds = get(server, track, headers=headers)
+            through = get(varnish, track, headers=headers)
+            assert musicds.status_code == status, (headers, musicds.status_code)
+            assert through.status_code == status, (rounds, headers, through.status_code)
+            if status == 200:
+                assert sha256(through.content) == track.sha256
+            if status == 206:
+                assert through.content == track.data[:100]
