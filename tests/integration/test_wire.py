@@ -20,6 +20,7 @@ import httpraw
 from assertions import assert_error
 from nginx_static import NginxStatic
 from support import SANITIZED, SANITIZER_ENV, scaled, wait_until
+from test_hostile import assert_408_then_closed, drip
 from test_metrics import scrape
 
 TIMEOUT = scaled(10)
@@ -182,6 +183,56 @@ def test_input_stays_bounded_while_the_answer_to_a_refused_request_waits(small_s
     assert growth <= RSS_GROWTH_LIMIT, \
         f"musicd grew {growth / MiB:.0f} MiB while the client sent {sent / MiB:.0f} MiB"
     assert requests.get(server.url + "/healthz", timeout=TIMEOUT).status_code == 200
+
+
+# -- 2. the metrics listener has the wire's protections -------------------------------------------
+
+def test_pipelined_scrapes_never_read_then_junk_do_not_grow_musicd(server):
+    # (fails before the fix: the metrics listener was an evhttp of its own, which read on with
+    # no bound while its answers waited: 12 -> 528 MiB for 2,000 scrapes and 512 MiB of junk.)
+    with httpraw.connect(server.metrics_port, timeout=TIMEOUT, rcvbuf=4096) as s:
+        s.sendall(get(target="/metrics") * 2000)
+        sent, growth = flood(server, s, seconds=scaled(5), read_bytes=1, read_every=1e9)
+    assert growth <= RSS_GROWTH_LIMIT, \
+        f"musicd grew {growth / MiB:.0f} MiB while the client sent {sent / MiB:.0f} MiB"
+
+
+def test_a_head_dribbled_to_the_metrics_port_gets_408_at_the_header_timeout(musicd):
+    # (fails before the fix: evhttp's timeout restarts at every read, so it never came.)
+    server = musicd.start(extra_args=["--header-timeout", "2"])
+    with httpraw.connect(server.metrics_port, timeout=TIMEOUT) as s:
+        result = drip(s, b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    assert_408_then_closed(*result, timeout=2)
+
+
+def test_connections_hoarded_on_the_metrics_port_never_starve_the_track_port(musicd, library):
+    # (fails before the fix: slow connections to the metrics listener took every descriptor
+    # under the limit, and track requests and /healthz timed out.) The metrics listener keeps
+    # at most its own 32 connections, inside its share of the descriptor budget.
+    track = library.add(library.media.short, "short.mp3")
+    server = musicd.start(descriptor_limit=600, extra_args=[
+        "--open-file-cache-entries", "16", "--header-timeout", "60"])
+    hoard = []
+    try:
+        for _ in range(700):
+            try:
+                s = socket.create_connection(("127.0.0.1", server.metrics_port), timeout=2)
+                s.sendall(b"G")  # a head begun, never finished
+                hoard.append(s)
+            except OSError:
+                break
+        time.sleep(scaled(0.5))
+        with requests.Session() as session:
+            for _ in range(20):
+                resp = session.get(server.url + track.url_path, timeout=TIMEOUT)
+                assert resp.status_code == 200 and resp.content == track.data
+            assert session.get(server.url + "/healthz", timeout=TIMEOUT).status_code == 200
+        open_metrics = [fd for fd, (local, _, state) in server.sockets().items()
+                        if local[1] == server.metrics_port and state != "LISTEN"]
+        assert len(open_metrics) <= 32, f"{len(open_metrics)} metrics connections held"
+    finally:
+        for s in hoard:
+            s.close()
 
 
 # -- 3. whitespace before the colon -----------------------------------------------------------------
