@@ -1,8 +1,10 @@
 /*
- * exchange: the connection and the request on the wire. It is the one module
- * that knows evhttp's private behaviour (libevent 2.1.12) and works around
- * it; everything above it (the answers, the handlers, the workers) sees
- * requests that are safe to answer and a way to send an answer.
+ * exchange: the connection and the request on the wire, the one face of
+ * wire/ (server.c, connection.c, exchange.c and wait.c implement it; their
+ * shared state is wire_state.h). It is the only part of musicd that knows
+ * evhttp's private behaviour (libevent 2.1.12) and works around it;
+ * everything above it (the answers, the handlers, the workers) sees requests
+ * that are safe to answer and a way to send an answer.
  *
  * What it owns, per worker (an exchange_server):
  *   - accepting: the listener's errors (EMFILE ...) pause accepting briefly

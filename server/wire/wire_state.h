@@ -1,0 +1,181 @@
+/*
+ * wire_state: what the wire's own files share, and nothing outside wire/
+ * includes: the server, connection and exchange structures, and the
+ * functions each file offers the others.
+ *
+ *   server.c      accepting (EMFILE paused, not spun on), the server's life, draining
+ *   connection.c  a connection's life: set-up and the connection cap, every byte scanned
+ *                 (request_scan.h) and what the scan refused answered, the head
+ *                 deadline (408), the lingering close
+ *   exchange.c    a request and its answer on the wire: evhttp's request, the access-log
+ *                 line and counters, the head and body written (whole or streamed); the
+ *                 one file that uses evhttp's private structures (event2/http_struct.h)
+ *   wait.c        the wait for work finishing elsewhere, watching the client meanwhile
+ */
+#ifndef MUSICD_WIRE_STATE_H
+#define MUSICD_WIRE_STATE_H
+
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <time.h>
+
+#include "config/settings.h"
+#include "http/http_date.h"
+#include "http/request_scan.h"
+#include "wire/linger.h"
+
+/* exchange.h's callback types, written out: that header is the wire's face, this its inside. */
+struct exchange;
+struct exchange_settings;
+typedef void (*wire_request_cb)(struct exchange *exchange, void *arg);
+typedef void (*wire_wait_cb)(struct exchange *exchange, void *arg);
+
+/* Bodies evhttp reads (a GET may carry one) are read and ignored up to this. */
+#define MAX_BODY_SIZE (16 * 1024)
+
+/* Something worth a log line, reported at most once per interval with a count. */
+struct report {
+	time_t last; /* monotonic seconds of the last report; 0: never */
+	unsigned count;
+};
+
+struct connection {
+	struct exchange_server *server;
+	struct evhttp_connection *evcon; /* NULL until set up */
+	struct bufferevent *bev;
+	evutil_socket_t fd;
+	struct event *timer;		       /* the set-up, then the head deadline */
+	int set_up;
+	int timer_armed;		       /* cheaper to keep than to ask event_pending */
+	int head_in_progress;		       /* from a head's first byte to its end */
+	struct timespec head_started;	       /* that first byte (CLOCK_MONOTONIC) */
+	struct evbuffer_cb_entry *input_watch; /* scans every byte added to the input */
+	struct request_scan scan;	       /* what those bytes are (request_scan.h) */
+	uint64_t fed;			       /* bytes the scan handed on into the input */
+	uint64_t message_start;		       /* where the scan's current request began (in fed) */
+	unsigned scan_began;		       /* the scan's message count at that start */
+	int editing_input;		       /* the watch is rewriting the input: ignore it */
+	unsigned handed;		       /* requests evhttp handed over */
+	int refusal_answered;		       /* the scan's refusal has gone out */
+	struct exchange *current;	       /* the exchange being answered, or NULL */
+	int peer_closed;		       /* the client's FIN arrived while a request waited */
+	int counted;			       /* holds a place under --max-connections */
+	struct event *last_call;	       /* draining: the wait for a request on its way */
+};
+
+struct exchange_server {
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *bound; /* NULL once accepting stopped */
+	struct evconnlistener *listener;   /* evhttp's, for its error callback */
+	const struct exchange_settings *settings;
+	wire_request_cb on_request;
+	void *arg;
+	struct http_date_cache date;
+	struct timeval keepalive_timeout, send_timeout, header_timeout;
+
+	struct connection **by_fd; /* this server's connections by socket */
+	size_t by_fd_size;
+	unsigned connections;	   /* struct connections not yet freed */
+	unsigned live;		   /* exchanges not yet ended */
+	struct linger_set lingering; /* connections ended, closing (each counted as open) */
+	int draining;
+	int freeing;
+	struct event *backlog_pass; /* draining: accepting what is queued, then closing */
+	unsigned backlog_passes;
+	void (*on_drained)(void *arg);
+	void *on_drained_arg;
+
+	struct event *accept_resume;
+	struct report accept_errors, refused;
+};
+
+struct exchange {
+	struct exchange_server *server;
+	struct connection *connection; /* NULL once the request side ended */
+	struct evhttp_request *req;    /* NULL once evhttp freed it */
+	struct settings *snapshot;     /* one reference, from the start to the release */
+	struct timespec started;
+	time_t started_wall;
+	int status;	      /* 0 until a response is under way */
+	uint64_t body_length; /* body bytes the response promised */
+	int refs;
+	int close_after;
+	int closes;	      /* the connection ends after the response (as evhttp_send_done decides) */
+	char *origin_target; /* an absolute-form target's path and query; NULL: none */
+
+	/* While waiting for work finishing elsewhere (exchange_wait). */
+	struct event *client_watch; /* reads the socket: an RST, a hang-up, the FIN */
+	struct event *deadline;
+	struct event *delivery;	    /* activated by whoever does the work; made once, reused */
+	wire_wait_cb on_deadline;
+	wire_wait_cb on_done;
+	void *wait_arg;
+	int waiting;		    /* a wait is pending: its delivery holds a reference */
+
+	/* A body streamed as it arrives (exchange_stream_start). */
+	int streaming;		    /* from the head until the last byte is queued */
+	uint64_t body_appended;	    /* body bytes queued so far */
+	bufferevent_data_cb evhttp_write_cb; /* put back when the last byte is queued */
+	struct evbuffer_cb_entry *drain_watch; /* on the output while streaming */
+	struct event *drained;	    /* activated when the output fell to drain_low */
+	size_t drain_low;
+	wire_wait_cb on_drained; /* pending exchange_stream_when_drained; holds a reference */
+	void *drain_arg;
+};
+
+/* --- server.c --- */
+
+/* Counts one more; true when a report is due (then the caller logs report->count and it restarts). */
+int server_report_due(struct report *report);
+
+/* What the server's own log lines begin with ("" or "metrics: "). */
+const char *server_log_prefix(const struct exchange_server *server);
+
+/* Draining: calls on_drained once nothing is left. */
+void server_check_drained(struct exchange_server *server);
+
+/* Draining: an idle connection gets a last call, then a lingering close. */
+void server_start_last_call(struct connection *connection);
+
+/* --- connection.c --- */
+
+/* evhttp's bufferevent callback (evhttp_set_bevcb): a new connection's. */
+struct bufferevent *connection_new(struct event_base *base, void *arg);
+
+/* The connection evcon is, if it was set up. */
+struct connection *connection_of(struct exchange_server *server, struct evhttp_connection *evcon);
+
+/* A head began: its deadline runs from now. */
+void connection_head_begins(struct connection *connection);
+
+/* The socket is kept for a lingering close when evhttp frees the bufferevent. */
+void connection_linger_after(struct exchange_server *server, struct bufferevent *bev);
+
+/* Closes the connection with a lingering close. */
+void connection_linger_and_close(struct connection *connection);
+
+/* The linger set's callback: one socket less. */
+void connection_on_lingered(void *arg);
+
+/* After an answer: the scan's refusal, if due now, is answered on the next loop pass. */
+void connection_schedule_refusal(struct connection *connection);
+
+/* --- exchange.c --- */
+
+/* evhttp's request callback (evhttp_set_gencb): a head is complete. */
+void exchange_on_request(struct evhttp_request *req, void *arg);
+
+/* The connection goes before the answer completed. */
+void exchange_end_request_side(struct exchange *exchange, struct evhttp_connection *evcon);
+
+/* Drops a reference; the last frees the exchange. */
+void exchange_release(struct exchange *exchange);
+
+/* --- wait.c --- */
+
+/* Stops watching the client and the deadline (before answering, or when the work is done). */
+void wait_stop(struct exchange *exchange);
+
+#endif
