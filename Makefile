@@ -52,7 +52,7 @@ IMPORT_CFLAGS := -Iimport $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null
 IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null)
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
-IMPORT_SHARED := $(addprefix server/,config/config.c base/flags.c http/cors.c http/response_head.c base/log.c \
+IMPORT_SHARED := $(addprefix server/,config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/response_head.c base/log.c \
 	http/proxy_trust.c http/content_type.c media/containment.c)
 IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
 IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) \
@@ -104,7 +104,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,http/range.c http/cond.c http/etag.c http/http_date.c http/proxy_trust.c \
 	http/route.c http/objectid.c media/containment.c http/content_type.c http/offload.c \
-	config/config.c base/flags.c http/cors.c http/disposition.c base/log.c http/multipart.c \
+	config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/disposition.c base/log.c http/multipart.c \
 	http/framing.c http/response_head.c http/request_scan.c http/chars.c)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined

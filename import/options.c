@@ -8,6 +8,7 @@
 
 #include "document.h"
 #include "base/flags.h"
+#include "config/config_sources.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -24,6 +24,7 @@
 
 #include "base/log.h"
 #include "config/config.h"
+#include "config/config_sources.h"
 #include "config/settings.h"
 #include "db/db_pool.h"
 #include "db/gridfs_spool.h"

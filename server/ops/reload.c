@@ -12,6 +12,8 @@
 #include "media/file_cache.h"
 #include "base/log.h"
 #include "db/lookup_cache.h"
+#include "config/config_check.h"
+#include "config/config_sources.h"
 #include "config/reload_plan.h"
 #include "config/settings.h"
 

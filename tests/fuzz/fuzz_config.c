@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/config_check.h"
+#include "config/config_sources.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,6 +18,8 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "config/config_check.h"
+#include "config/config_sources.h"
 #include "http/range.h"
 
 #define SOURCE "musicd.conf"

@@ -1,0 +1,35 @@
+/*
+ * config_sources: where a configuration comes from, in the order each
+ * overrides the last: defaults (config_init) < MONGODB_URI < the --config
+ * file < command-line flags. A file holds "name = value" lines, "#"
+ * comments and blank lines; a flag is --name value or --name=value.
+ */
+#ifndef MUSICD_CONFIG_SOURCES_H
+#define MUSICD_CONFIG_SOURCES_H
+
+#include "config/config.h"
+
+/* Applies the lines of a config file ("name = value", '#' comments); errors name source:line. */
+int config_parse_text(struct config *config, const char *text, const char *source, char *error,
+		      size_t error_size);
+
+/* Reads the config file at path (at most 1 MiB, no NUL) and applies it with config_parse_text. */
+int config_load_file(struct config *config, const char *path, char *error, size_t error_size);
+
+/*
+ * What lies under the flags, in musicd's order: env_mongodb_uri (NULL or
+ * empty: none), then the config file at config_path (NULL: none). config_load
+ * applies it between its two passes over the flags, musicd-import too.
+ */
+int config_load_under_flags(struct config *config, const char *env_mongodb_uri,
+			    const char *config_path, char *error, size_t error_size);
+
+/*
+ * The whole start-up sequence: defaults, env_mongodb_uri (may be NULL), the
+ * file named by --config, then the flags. Reads the config file; nothing else.
+ * Returns 0 with *action set, or -1 with a one-line message in error.
+ */
+int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
+		enum config_action *action, char *error, size_t error_size);
+
+#endif

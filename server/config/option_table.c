@@ -1,0 +1,179 @@
+/*
+ * option_table: the table itself. Defaults are written as the text a user
+ * would write, so config_init applies them through config_set, parsed and
+ * bounded like any other value.
+ */
+#include "config/option_table.h"
+
+#include <string.h>
+
+#include "http/range.h"
+
+#define TEXT_OF(x) #x
+#define NUMBER_TEXT(macro) TEXT_OF(macro) /* the digits a numeric macro expands to */
+
+#define FIELD(name) offsetof(struct config, name)
+#define STRING(field) .kind = OPTION_STRING, .offset = FIELD(field)
+#define STRING_OR_OFF(field) .kind = OPTION_STRING_OR_OFF, .offset = FIELD(field)
+#define NUMBER(field, low, high) .kind = OPTION_UNSIGNED, .offset = FIELD(field), .minimum = low, .maximum = high
+#define BYTES(field, high) .kind = OPTION_BYTES, .offset = FIELD(field), .byte_maximum = high
+#define LIST(items, count, capacity)                                                              \
+	.kind = OPTION_LIST, .offset = FIELD(items), .count_offset = FIELD(count), .maximum = capacity
+
+#define LIVE .live = true
+
+#define DEFAULT_MONGODB_URI "mongodb://127.0.0.1:27017"
+
+/*
+ * Every setting, in --help order, with its one written default. config/musicd.conf
+ * and README's options table repeat these; tests/integration/test_cli.py checks
+ * that they agree with --help.
+ */
+static const struct option_spec options[] = {
+	{"config", "FILE", .kind = OPTION_FILE_ONLY_ON_COMMAND_LINE, .offset = FIELD(config_file),
+	 .help = "read settings from FILE (name = value lines; SIGHUP re-reads it); flags "
+		 "override it"},
+	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN, .help = "address and port to serve on",
+	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_PORT)},
+	{"metrics-listen", "ADDR:PORT|off", .kind = OPTION_METRICS_LISTEN,
+	 .help = "address and port of GET /metrics (Prometheus), apart from --listen; or off",
+	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_METRICS_PORT)},
+	{"mongodb-uri", "URI", STRING(mongodb_uri), .help = "MongoDB connection string",
+	 .default_value = DEFAULT_MONGODB_URI,
+	 .default_note = "$MONGODB_URI, else " DEFAULT_MONGODB_URI},
+	{"database", "NAME", STRING(database), .help = "database holding the tracks",
+	 .default_value = "musicdb"},
+	{"collection", "NAME", STRING(collection), .help = "collection holding the tracks",
+	 .default_value = "tracks"},
+	{"path-field", "NAME", STRING(path_field),
+	 .help = "document field with the file's absolute path", .default_value = "path"},
+	{"etag-field", "NAME|off", STRING_OR_OFF(etag_field),
+	 .help = "document field (a content hash) sent as the ETag, the same from every origin; "
+		 "off: from the file's mtime and size",
+	 .default_value = "off"},
+	{"gridfs-field", "NAME", STRING(gridfs_field),
+	 .help = "field with the GridFS file's ObjectId when the path field is absent; _id: "
+		 "the documents are the fs.files entries",
+	 .default_value = "gridfs_id"},
+	{"gridfs-bucket", "NAME", STRING(gridfs_bucket),
+	 .help = "GridFS bucket (NAME.files, NAME.chunks) in the same database",
+	 .default_value = "fs"},
+	{"gridfs-window", "BYTES", NUMBER(gridfs_window, 1024, 1024 * 1024 * 1024),
+	 .help = "GridFS bytes read ahead per response before waiting for the client",
+	 .default_value = "1048576"},
+	{"gridfs-cache-dir", "DIR|off", STRING_OR_OFF(gridfs_cache_dir),
+	 .help = "keep a copy of each GridFS file read in DIR and send it from there",
+	 .default_value = "off"},
+	{"gridfs-cache-size", "BYTES", BYTES(gridfs_cache_size, CONFIG_MAX_GRIDFS_CACHE_SIZE),
+	 .help = "bytes the GridFS copies may take (K, M, G, T, P: times 1024 each); the least "
+		 "recently used are removed",
+	 .default_value = "1073741824"},
+	{"media-root", "DIR", LIST(media_roots, media_root_count, CONFIG_MAX_MEDIA_ROOTS),
+	 .help = "directory files may be served from; repeatable, at least one required"},
+	{"workers", "N", NUMBER(workers, 1, CONFIG_MAX_WORKERS), .help = "HTTP worker threads",
+	 .default_note = "one per CPU, at most " NUMBER_TEXT(CONFIG_MAX_WORKERS)},
+	{"lookup-threads", "N", NUMBER(lookup_threads, 1, 256),
+	 .help = "database lookup threads", .default_value = "8"},
+	{"lookup-timeout", "MS", NUMBER(lookup_timeout_ms, 1, 600000),
+	 .help = "deadline for a database lookup before answering 503", .default_value = "2000"},
+	{"max-pending-lookups", "N", NUMBER(max_pending_lookups, 1, 1000000),
+	 .help = "lookups queued or running before new ones get 503 at once",
+	 .default_value = "1024"},
+	{"lookup-cache-entries", "N", NUMBER(lookup_cache_entries, 0, 100000000),
+	 .help = "ids whose paths are remembered; 0 disables the lookup cache",
+	 .default_value = "10000"},
+	{"lookup-cache-ttl", "SECONDS", NUMBER(lookup_cache_ttl, 0, 86400),
+	 .help = "how long a found path is reused without asking the database",
+	 .default_value = "30", LIVE},
+	{"lookup-cache-negative-ttl", "SECONDS", NUMBER(lookup_cache_negative_ttl, 0, 86400),
+	 .help = "how long \"no such document\" is remembered", .default_value = "5", LIVE},
+	{"open-file-cache-entries", "N", NUMBER(open_file_cache_entries, 0, 1000000),
+	 .help = "files kept open between requests; 0 disables the cache",
+	 .default_value = "1000"},
+	{"open-file-cache-valid", "SECONDS", NUMBER(open_file_cache_valid, 0, 86400),
+	 .help = "how often a cached file is checked against the disk", .default_value = "5", LIVE},
+	{"open-file-cache-inactive", "SECONDS", NUMBER(open_file_cache_inactive, 1, 86400),
+	 .help = "how long an unused cached file stays open", .default_value = "60", LIVE},
+	{"cache-control", "VALUE|off", STRING_OR_OFF(cache_control),
+	 .help = "Cache-Control of 200, 206 and 304 answers",
+	 .default_value = "public, max-age=86400", LIVE},
+	{"error-cache-control", "VALUE|off", STRING_OR_OFF(error_cache_control),
+	 .help = "Cache-Control of error answers, so caches do not keep an outage",
+	 .default_value = "no-store", LIVE},
+	{"cors-origin", "ORIGIN|*|off",
+	 LIST(cors_origins, cors_origin_count, CONFIG_MAX_CORS_ORIGINS),
+	 .help = "web page origin (scheme://host[:port]) allowed to read tracks by CORS, or * for "
+		 "any; repeatable",
+	 .default_note = "off", LIVE},
+	{"max-ranges", "N", NUMBER(max_ranges, 1, RANGE_MAX_PARTS_LIMIT),
+	 .help = "ranges one request may ask for before it gets the whole file",
+	 .default_value = NUMBER_TEXT(RANGE_DEFAULT_MAX_PARTS), LIVE},
+	{"x-accel-redirect", "PREFIX",
+	 LIST(x_accel_redirects, x_accel_redirect_count, CONFIG_MAX_MEDIA_ROOTS),
+	 .help = "offload to nginx: answer X-Accel-Redirect: PREFIX<path in root>; one per media "
+		 "root, in the same order"},
+	{"x-sendfile", "[on|off]", .kind = OPTION_SWITCH, .offset = FIELD(x_sendfile),
+	 .help = "offload to Apache/lighttpd: answer X-Sendfile: <absolute path>",
+	 .default_value = "off"},
+	{"trusted-proxy", "CIDR",
+	 LIST(trusted_proxies, trusted_proxy_count, CONFIG_MAX_TRUSTED_PROXIES),
+	 .help = "peer whose X-Forwarded-For names the client in the access log; repeatable", LIVE},
+	{"max-connections", "N", NUMBER(max_connections, 1, CONFIG_MAX_CONNECTIONS),
+	 .help = "connections open at once; beyond it new ones are closed at once",
+	 .default_note = "what the descriptor limit leaves room for"},
+	{"max-header-size", "BYTES",
+	 NUMBER(max_header_size, CONFIG_MAX_HEADER_SIZE_MIN, CONFIG_MAX_HEADER_SIZE_MAX),
+	 .help = "largest request head accepted; also the most pipelined input kept while "
+		 "responding",
+	 .default_value = "16384"},
+	{"header-timeout", "SECONDS", NUMBER(header_timeout, 1, CONFIG_MAX_TIMEOUT),
+	 .help = "time to send a whole request head before 408", .default_value = "20"},
+	{"keepalive-timeout", "SECONDS", NUMBER(keepalive_timeout, 1, CONFIG_MAX_TIMEOUT),
+	 .help = "how long an idle keep-alive connection is kept open", .default_value = "60"},
+	{"send-timeout", "SECONDS", NUMBER(send_timeout, 1, CONFIG_MAX_TIMEOUT),
+	 .help = "how long a response may make no progress before the connection is closed",
+	 .default_value = "60"},
+	{"access-log", "FILE|-|off", STRING_OR_OFF(access_log),
+	 .help = "combined-format access log: a file, - for stdout, or off",
+	 .default_value = "off", LIVE},
+	{"error-log", "FILE|stderr", STRING(error_log),
+	 .help = "diagnostics: a file (reopened on SIGUSR1, as the access log), or stderr",
+	 .default_value = LOG_TARGET_STDERR},
+	{"log-level", "LEVEL", .kind = OPTION_LOG_LEVEL, .help = "debug, info, warn or error",
+	 .default_value = "info", LIVE},
+	{"user", "USER[:GROUP]", STRING(user),
+	 .help = "once the listeners are bound and the logs open, run as USER (its groups, or "
+		 "GROUP); for a musicd started as root"},
+};
+
+_Static_assert(sizeof(options) / sizeof(options[0]) <= CONFIG_OPTION_MAX,
+	       "raise CONFIG_OPTION_MAX");
+
+size_t option_table_count(void)
+{
+	return sizeof(options) / sizeof(options[0]);
+}
+
+const struct option_spec *option_table_at(size_t index)
+{
+	return index < option_table_count() ? &options[index] : NULL;
+}
+
+/* A flags_lookup over the table; a switch's value is optional (a bare --x-sendfile means on). */
+const void *option_table_flag(const char *name, size_t length, enum flags_value *value)
+{
+	for (size_t i = 0; i < option_table_count(); i++) {
+		if (flags_name_is(name, length, options[i].name)) {
+			*value = options[i].kind == OPTION_SWITCH ? FLAGS_VALUE_OPTIONAL
+								 : FLAGS_VALUE_REQUIRED;
+			return &options[i];
+		}
+	}
+	return NULL;
+}
+
+const struct option_spec *option_table_find(const char *name)
+{
+	enum flags_value value;
+	return option_table_flag(name, strlen(name), &value);
+}
