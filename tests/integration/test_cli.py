@@ -253,7 +253,7 @@ def test_connection_option_out_of_bounds_exits_2_naming_it(offline_musicd, tmp_p
 
 # -- --help, config/musicd.conf and README's options table say the same -----------------------
 #
-# The option table in server/config/config.c is the one place a default is written; --help prints it
+# The option table in server/config/option_table.c is the one place a default is written; --help prints it
 # as "(default VALUE)" (the value as a user would write it) or "(default: NOTE)" (a default
 # settled at start-up, described). config/musicd.conf shows every file setting exactly once:
 # "name = VALUE" when it has a fixed default (VALUE is that default), "#name = example" when it
