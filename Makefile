@@ -103,7 +103,7 @@ $(TSAN_OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,http/range.c http/cond.c http/etag.c http/http_date.c http/proxy_trust.c \
-	http/route.c http/objectid.c media/containment.c http/content_type.c http/offload.c \
+	http/route.c media/containment.c http/content_type.c http/offload.c \
 	config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/disposition.c base/log.c http/multipart.c \
 	http/framing.c http/response_head.c http/request_scan.c http/chars.c)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \

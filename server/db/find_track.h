@@ -24,7 +24,7 @@
 #include "db/db_pool.h"
 #include "db/gridfs_entry.h"
 #include "http/etag.h"
-#include "http/objectid.h"
+#include "http/route.h"
 
 enum find_track_kind {
 	FIND_TRACK, /* find {_id: ObjectId(mid)} */

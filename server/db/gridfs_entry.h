@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "http/objectid.h"
+#include "http/route.h"
 #include "http/etag.h"
 
 /* Longer contentType or filename values are ignored (treated as absent). */

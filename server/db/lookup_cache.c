@@ -16,7 +16,7 @@
 
 #include "base/clock.h"
 #include "base/lru.h"
-#include "http/objectid.h"
+#include "http/route.h"
 
 #define LOOKUP_CACHE_SHARDS 64
 

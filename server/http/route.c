@@ -4,6 +4,8 @@
  */
 #include "http/route.h"
 
+#include "http/chars.h"
+
 #include <ctype.h>
 #include <string.h>
 
@@ -59,4 +61,15 @@ enum route_method_verdict route_check_method(const char *method)
 	if (method != NULL && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
 		return ROUTE_METHOD_OK;
 	return ROUTE_METHOD_NOT_ALLOWED;
+}
+
+bool objectid_is_valid(const char *text, size_t length)
+{
+	if (text == NULL || length != OBJECTID_HEX_LENGTH)
+		return false;
+	for (size_t i = 0; i < length; i++) {
+		if (chars_hex_value((unsigned char)text[i]) < 0)
+			return false;
+	}
+	return true;
 }

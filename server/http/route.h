@@ -5,11 +5,20 @@
  *                          the name the player sees
  *   /healthz               the health probe
  *   anything else          not found
+ *
+ * An ObjectId's textual form (24 hexadecimal digits) is checked here, the only
+ * gate between a URL and a database query.
  */
 #ifndef MUSICD_ROUTE_H
 #define MUSICD_ROUTE_H
 
-#include "http/objectid.h"
+#include <stdbool.h>
+#include <stddef.h>
+
+#define OBJECTID_HEX_LENGTH 24
+
+/* True when text[0..length) is exactly 24 hexadecimal digits (either case). */
+bool objectid_is_valid(const char *text, size_t length);
 
 enum route_kind {
 	ROUTE_TRACK,	 /* mid holds the ObjectId, lower-cased */

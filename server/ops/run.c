@@ -5,18 +5,19 @@
 #include "ops/run.h"
 
 #include <event2/event.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
-#include "ops/liveness.h"
 #include "ops/log_files.h"
 #include "ops/notify.h"
-#include "ops/signal_wait.h"
 #include "ops/worker.h"
 #include "respond/metrics_page.h"
 #include "respond/routes.h"
@@ -78,18 +79,61 @@ static int open_listeners(const char *host, uint16_t port, const char *what, int
 	return 0;
 }
 
+/*
+ * The main thread's wait for the signals it handles (blocked in every thread,
+ * taken with sigwait/sigtimedwait), with the watchdog's tick woven in: the
+ * tick's deadline moves by tick_ms each time it is reached, so a storm of
+ * signals cannot starve it (the watchdog would kill musicd).
+ */
+struct signal_wait {
+	const sigset_t *handled;
+	unsigned long long tick_ms; /* 0: no tick */
+	unsigned long long due_ms;  /* CLOCK_MONOTONIC, when the next tick is due */
+};
+
+static void signal_wait_init(struct signal_wait *wait, const sigset_t *handled, unsigned long long tick_ms)
+{
+	wait->handled = handled;
+	wait->tick_ms = tick_ms;
+	wait->due_ms = clock_now_ms(); /* the first tick at once */
+}
+
+static int signal_wait_next(struct signal_wait *wait)
+{
+	for (;;) {
+		if (wait->tick_ms == 0) {
+			int signal_number = 0;
+			if (sigwait(wait->handled, &signal_number) == 0)
+				return signal_number;
+			continue;
+		}
+		unsigned long long now = clock_now_ms();
+		if (now >= wait->due_ms) {
+			wait->due_ms = now + wait->tick_ms;
+			return 0;
+		}
+		unsigned long long left = wait->due_ms - now;
+		struct timespec timeout = {.tv_sec = (time_t)(left / 1000),
+					   .tv_nsec = (long)(left % 1000) * 1000000L};
+		int signal_number = sigtimedwait(wait->handled, NULL, &timeout);
+		if (signal_number > 0)
+			return signal_number;
+		/* EAGAIN (the tick is due) or EINTR: the loop looks again. */
+	}
+}
+
 /* Handles signals until one asks to stop; returns that one. The watchdog is pinged only while every loop answers. */
 static int run_until_stopped(struct resources *resources, const sigset_t *handled,
 			     struct reload *reload, struct worker *workers, unsigned count)
 {
 	struct signal_wait wait;
-	struct liveness_watch watch = {0};
+	struct worker_watch watch = {0};
 	signal_wait_init(&wait, handled, notify_watchdog_interval_ms());
 	for (;;) {
 		int signal_number = signal_wait_next(&wait);
 		switch (signal_number) {
 		case 0: /* the watchdog's tick */
-			if (liveness_tick(&watch, workers, count))
+			if (worker_tick(&watch, workers, count))
 				notify_watchdog();
 			break;
 		case SIGUSR1:
@@ -296,7 +340,7 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 			goto out_workers;
 		}
 	}
-	if (liveness_await(running.workers, running.started, WORKER_START_TIMEOUT_MS, error,
+	if (worker_await_running(running.workers, running.started, WORKER_START_TIMEOUT_MS, error,
 			   sizeof(error)) < 0) {
 		run_failed(error);
 		goto out_workers;

@@ -3,7 +3,8 @@
  * (evhttp on its own SO_REUSEPORT listening socket) answering one listener's
  * routes: the track listener's workers, and the metrics listener's one.
  * Everything a request touches on its way in and out (evhttp objects,
- * exchanges, timers) belongs to exactly one worker.
+ * exchanges, timers) belongs to exactly one worker. Each loop has a
+ * heartbeat, by which the main thread knows it runs.
  */
 #ifndef MUSICD_WORKER_H
 #define MUSICD_WORKER_H
@@ -65,6 +66,32 @@ bool worker_answered(struct worker *worker);
  * exit the loop.
  */
 void worker_request_stop(struct worker *worker, unsigned grace_ms);
+
+/*
+ * Liveness, from the main thread, through the workers' heartbeats: musicd
+ * says READY=1 only once each loop has answered one (worker_await_running),
+ * and while it runs, the watchdog's WATCHDOG=1 goes out only while each loop
+ * answers (worker_tick), so systemd restarts a musicd whose worker is stuck
+ * instead of watching a main thread that is fine on its own.
+ */
+/*
+ * Asks each worker for a heartbeat and waits, up to timeout_ms, until all
+ * have answered. 0, or -1 with a message naming the first that has not.
+ */
+int worker_await_running(struct worker *workers, unsigned count, unsigned timeout_ms, char *error,
+		   size_t error_size);
+
+/* What a watchdog tick found, and what the next one must remember. */
+struct worker_watch {
+	bool stuck_reported; /* a warning for the current stuck spell is written */
+};
+
+/*
+ * At a watchdog tick: true when every worker answered the heartbeat asked at
+ * the tick before (then ping the watchdog). Asks for the next one either way.
+ * Logs one warning when a worker stops answering and one when all answer again.
+ */
+bool worker_tick(struct worker_watch *watch, struct worker *workers, unsigned count);
 
 /* Waits for the worker's thread to return. */
 void worker_join(struct worker *worker);

@@ -1,5 +1,5 @@
 /*
- * Unit tests for server/http/objectid.h: objectid_is_valid accepts exactly 24
+ * Unit tests for objectid_is_valid (server/http/route.h): accepts exactly 24
  * hexadecimal digits of either case in text[0..length), and nothing else.
  */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "http/objectid.h"
+#include "http/route.h"
 
 #define VALID_ID "507f1f77bcf86cd799439011"
 
