@@ -78,7 +78,7 @@ int tags_read(const char *path, struct track *track, char *reason, size_t reason
 		status = 1;
 		goto cleanup;
 	}
-	track->duration = positive(taglib_audioproperties_length(properties));
+	track->duration_ms = 1000 * positive(taglib_audioproperties_length(properties));
 	track->bitrate = positive(taglib_audioproperties_bitrate(properties));
 	track->sample_rate = positive(taglib_audioproperties_samplerate(properties));
 	track->channels = positive(taglib_audioproperties_channels(properties));
