@@ -436,6 +436,53 @@ def test_corrupt_flac_and_ogg_are_skipped(importer, library):
     assert importer.docs() == {}
 
 
+def deep_path(root, total):
+    """Directories of 200-byte names under root until a path of at least total bytes fits
+    (made through directory descriptors: the path itself is too long for the kernel)."""
+    names, length = [], len(os.fsencode(root))
+    while length + 1 + 200 + 1 + len("track.mp3") < total:
+        names.append("d" * 200)
+        length += 201
+    names.append("e" * (total - length - 1 - 1 - len("track.mp3")))
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in names:
+            os.mkdir(name, dir_fd=fd)
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return fd, os.path.join(str(root), *names)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@pytest.mark.parametrize("total,reported", [(4096, "file"), (4300, "directory")])
+def test_a_path_of_path_max_bytes_or_more_is_reported(importer, library, sources, total,
+                                                      reported):
+    """A file whose path is PATH_MAX (4096) bytes or more cannot be opened by name: it is
+    reported like any file that cannot be imported; a directory whose path is, once, with its
+    contents."""
+    place(sources.plain, library.root / "good.mp3")
+    fd, directory = deep_path(library.root, total)
+    try:
+        out = os.open("track.mp3", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, sources.plain.read_bytes())
+        os.close(out)
+    finally:
+        os.close(fd)
+    path = directory + "/track.mp3"
+    assert len(os.fsencode(path)) == total
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "PATH_MAX" in lines[0], result
+    shown = lines[0].removeprefix("musicd-import: ").split(": ")[0]
+    assert path.startswith(shown) and len(os.fsencode(shown)) >= 4096, lines[0]
+    assert (shown == path) == (reported == "file"), lines[0]
+    assert result.summary["skipped"] == 1 and result.summary["added"] == 1, result
+
+
 def test_file_name_that_is_not_utf8(importer, library, sources):
     name = os.fsencode(library.root) + b"/caf\xe9 \x1b[31m.mp3"
     shutil.copyfile(sources.plain, name)
