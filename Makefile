@@ -46,7 +46,7 @@ $(ASAN_OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 
 # musicd-import: import/*.c plus the server modules it shares (config and the flags reader,
 # content types, containment).
-IMPORT_PKGS := libmongoc-1.0 taglib_c
+IMPORT_PKGS := libmongoc-1.0 taglib_c libcrypto
 # -Iimport first: TagLib's include directory has an id3v2.h of its own.
 IMPORT_CFLAGS := -Iimport $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null)
 IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null)
@@ -110,10 +110,11 @@ FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)
 
-# musicd-import's raw tag readers, fuzzed on their own (pure, no TagLib).
-IMPORT_FUZZ_SRCS := $(addprefix import/,id3v2.c vorbis_comment.c ogg.c mpeg.c escape.c)
+# musicd-import's raw tag readers, fuzzed on their own (pure, no TagLib; libbson checks UTF-8).
+IMPORT_FUZZ_SRCS := $(addprefix import/,id3v2.c vorbis_comment.c ogg.c mpeg.c)
 build/fuzz/fuzz_import_tags: tests/fuzz/fuzz_import_tags.c $(IMPORT_FUZZ_SRCS) $(wildcard import/*.h) | build/fuzz
-	clang $(FUZZ_FLAGS) -Iimport -o $@ $< $(IMPORT_FUZZ_SRCS)
+	clang $(FUZZ_FLAGS) -Iimport $(shell pkg-config --cflags libbson-1.0) -o $@ $< \
+		$(IMPORT_FUZZ_SRCS) $(shell pkg-config --libs libbson-1.0)
 
 build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(SERVER_HDRS) | build/fuzz
 	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS)

@@ -6,6 +6,7 @@
  */
 #include "document.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 

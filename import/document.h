@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sha256.h"
+#include "hash.h"
 
 /* Owned strings are malloc'd (NULL when absent) and released by track_free. */
 struct track {
@@ -24,7 +24,7 @@ struct track {
 	unsigned duration_ms;
 	unsigned bitrate, sample_rate, channels; /* kbit/s, Hz; 0 when unknown */
 	bool has_sha256;
-	char sha256[SHA256_HEX_SIZE];
+	char sha256[HASH_HEX_SIZE];
 };
 
 void track_free(struct track *track);

@@ -6,7 +6,7 @@
  */
 #include "id3v2.h"
 
-#include "escape.h"
+#include <bson/bson.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -115,7 +115,7 @@ static int decode_text(int encoding, const unsigned char *text, size_t length, c
 			for (size_t i = 0; i < end; i++)
 				used += put_utf8(utf8 + used, text[i]);
 		} else {
-			invalid = !escape_is_utf8((const char *)text, end);
+			invalid = !bson_utf8_validate((const char *)text, end, false);
 			memcpy(utf8, text, end);
 			used = end;
 		}

@@ -77,7 +77,7 @@ static int resolve_roots(struct run *run)
 			free(resolved);
 			return -1;
 		}
-		if (!escape_is_utf8(resolved, strlen(resolved))) {
+		if (!bson_utf8_validate(resolved, strlen(resolved), false)) {
 			snprintf(run->error, sizeof(run->error),
 				 "%s: the directory's path is not valid UTF-8", shown ? shown : "DIR");
 			free(shown);

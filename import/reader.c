@@ -6,8 +6,8 @@
  */
 #include "reader.h"
 
+#include "hash.h"
 #include "rawtags.h"
-#include "sha256.h"
 #include "tags.h"
 
 #include <errno.h>
@@ -17,39 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define HASH_BUFFER_SIZE (256 * 1024)
-
-static int hash_file(int fd, char hex[SHA256_HEX_SIZE])
-{
-	unsigned char *buffer = malloc(HASH_BUFFER_SIZE);
-	if (buffer == NULL)
-		return -ENOMEM;
-	struct sha256 hash;
-	sha256_init(&hash);
-	off_t offset = 0;
-	int status = 0;
-	while (1) {
-		ssize_t n = pread(fd, buffer, HASH_BUFFER_SIZE, offset);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			status = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		sha256_update(&hash, buffer, (size_t)n);
-		offset += n;
-	}
-	free(buffer);
-	if (status == 0) {
-		unsigned char digest[SHA256_DIGEST_SIZE];
-		sha256_final(&hash, digest);
-		sha256_hex(digest, hex);
-	}
-	return status;
-}
 
 int reader_read(const char *path, bool want_hash, struct track *track, char *reason,
 		size_t reason_size)

@@ -6,7 +6,7 @@
  */
 #include "tags.h"
 
-#include "escape.h"
+#include <bson/bson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +47,7 @@ static int take_string(char *value, char **field)
 	if (value == NULL)
 		return 0;
 	if (value[0] != '\0') {
-		if (!escape_is_utf8(value, strlen(value)))
+		if (!bson_utf8_validate(value, strlen(value), false))
 			status = 1;
 		else if ((*field = strdup(value)) == NULL)
 			status = -1;

@@ -5,7 +5,7 @@
  */
 #include "vorbis_comment.h"
 
-#include "escape.h"
+#include <bson/bson.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,13 +45,13 @@ int vorbis_comment_parse(const unsigned char *bytes, size_t length,
 		const char *equals = memchr(comment, '=', size);
 		size_t name_length = equals ? (size_t)(equals - comment) : size;
 
-		if (!escape_is_utf8(comment, size)) {
+		if (!bson_utf8_validate(comment, size, false)) {
 			if (info->invalid_field[0] == '\0') {
 				size_t n = name_length < sizeof(info->invalid_field) - 1
 						   ? name_length
 						   : sizeof(info->invalid_field) - 1;
-				/* The name is ASCII by the specification; escape_is_utf8 is the guard. */
-				if (!escape_is_utf8(comment, n))
+				/* The name is ASCII by the specification; bson_utf8_validate is the guard. */
+				if (!bson_utf8_validate(comment, n, false))
 					n = 0;
 				memcpy(info->invalid_field, n ? comment : "?", n ? n : 1);
 				info->invalid_field[n ? n : 1] = '\0';

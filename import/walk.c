@@ -8,8 +8,8 @@
 
 #include "media/containment.h"
 #include "http/content_type.h"
-#include "escape.h"
 
+#include <bson/bson.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -118,7 +118,7 @@ static void take_symlink(struct walker *walker, const char *path)
 	struct stat st;
 	if (containment_find_root(walker->roots, walker->root_count, target) >= 0 &&
 	    walk_is_audio_name(target) && stat(target, &st) == 0 && S_ISREG(st.st_mode)) {
-		if (!escape_is_utf8(target, strlen(target)))
+		if (!bson_utf8_validate(target, strlen(target), false))
 			console_skip(walker->console, target, "name is not valid UTF-8");
 		else if (add_entry(walker, target, &st) < 0)
 			walker->failed = 1;
@@ -180,7 +180,7 @@ static void take_name(struct walker *walker, int fd, const struct name *name, ch
 		goto done;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		if (!escape_is_utf8(path, full)) {
+		if (!bson_utf8_validate(path, full, false)) {
 			console_skip(walker->console, path,
 				     "directory name is not valid UTF-8; skipped with its contents");
 			goto done;
@@ -203,7 +203,7 @@ static void take_name(struct walker *walker, int fd, const struct name *name, ch
 	} else if (!walk_is_audio_name(name->text)) {
 		/* a file of another kind */
 	} else if (S_ISREG(st.st_mode)) {
-		if (!escape_is_utf8(path, full))
+		if (!bson_utf8_validate(path, full, false))
 			console_skip(walker->console, path, "name is not valid UTF-8");
 		else if (add_entry(walker, path, &st) < 0)
 			walker->failed = 1;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "escape.h"
+#include <bson/bson.h>
 #include "id3v2.h"
 #include "mpeg.h"
 #include "ogg.h"
@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_text(const char *text)
 {
-	if (text != NULL && (text[0] == '\0' || !escape_is_utf8(text, strlen(text))))
+	if (text != NULL && (text[0] == '\0' || !bson_utf8_validate(text, strlen(text), false)))
 		abort();
 }
 
