@@ -62,6 +62,11 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 		status = 1;
 		goto cleanup;
 	}
+	if (raw.truncated[0] != '\0') {
+		snprintf(reason, reason_size, "truncated: %s", raw.truncated);
+		status = 1;
+		goto cleanup;
+	}
 	if (tags_supported(path)) {
 		status = tags_read(path, track, reason, reason_size);
 		if (status < 0)
@@ -69,9 +74,8 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 		if (status > 0)
 			goto cleanup;
 	}
-	track->album_artist = raw.album_artist;
-	raw.album_artist = NULL;
-	track->disc = raw.disc;
+	if (raw.duration_ms > 0)
+		track->duration_ms = raw.duration_ms;
 
 	if (want_hash) {
 		int hashed = hash_file(fd, track->sha256);

@@ -1,7 +1,8 @@
 /*
- * Fuzzes musicd-import's raw tag readers with arbitrary bytes: the ID3v2
- * parser, the Vorbis comment parser, the Ogg packet assembler and the MPEG
- * Xing/Info reader. None may read out of bounds (ASan), and any album artist
+ * Fuzzes musicd-import's raw readers with arbitrary bytes: the ID3v2
+ * parser, the Vorbis comment parser, the Ogg packet assembler and last-page
+ * check, the MPEG Xing/Info and LAME readers, FLAC's STREAMINFO and
+ * last-frame check, MP4 box headers and mvhd. None may read out of bounds (ASan), and any album artist
  * they return is non-empty, valid UTF-8 (it goes into a BSON string).
  */
 #include <stdint.h>
@@ -9,7 +10,9 @@
 #include <string.h>
 
 #include <bson/bson.h>
+#include "flac.h"
 #include "id3v2.h"
+#include "mp4.h"
 #include "mpeg.h"
 #include "ogg.h"
 #include "vorbis_comment.h"
@@ -45,6 +48,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	uint32_t stream_bytes;
 	(void)mpeg_stream_bytes(data, size, &stream_bytes);
+	uint64_t samples;
+	unsigned rate;
+	if (mpeg_playing_samples(data, size, &samples, &rate) && rate == 0)
+		abort();
+
+	struct flac_streaminfo info = {.min_block = 4096, .max_block = 4096, .sample_rate = 44100};
+	if (size >= FLAC_STREAMINFO_SIZE)
+		(void)flac_parse_streaminfo(data, &info);
+	uint64_t end;
+	(void)flac_last_frame(data, size, &info, &end);
+	uint64_t granule;
+	(void)ogg_last_page(data, size, &granule);
+	struct mp4_box box;
+	if (mp4_box_header(data, size, &box) && box.header > size)
+		abort();
+	uint64_t milliseconds;
+	(void)mp4_mvhd_duration(data, size, &milliseconds);
 	if (size >= 4)
 		(void)mpeg_is_layer3_header(data);
 	return 0;

@@ -100,16 +100,6 @@ def _run(cmd, env=None):
                    stderr=subprocess.PIPE, timeout=GEN_TIMEOUT, env=env)
 
 
-_sources = {}
-
-
-def session_sources(tmp_path_factory):
-    """The session's Sources, made on first use (each test module's fixture asks for them)."""
-    if "made" not in _sources:
-        _sources["made"] = Sources(tmp_path_factory.mktemp("import-sources"))
-    return _sources["made"]
-
-
 class Sources:
     """Audio files made once per session: tagged and untagged mp3s, Ogg Vorbis, FLAC."""
 

@@ -22,24 +22,14 @@ import pymongo
 import pytest
 import requests
 
-from import_support import (IMPORT_BIN, NO_DAC_OVERRIDE, RUN_TIMEOUT, Importer, Sources,
+from import_support import (IMPORT_BIN, NO_DAC_OVERRIDE, RUN_TIMEOUT, Sources,
                             assert_skipped_once, id3v24_tag, import_env, mtime_ms, place,
-                            run_import, session_sources)
+                            run_import)
 from media import sha256_file
 from support import REPO, free_port, scaled
 
 OPTIONS = ["--config", "--mongodb-uri", "--database", "--collection", "--path-field", "--hash",
            "--prune", "--dry-run", "--jobs", "--json", "--print-urls", "--help", "--version"]
-
-
-@pytest.fixture
-def importer(mongo, db):
-    return Importer(mongo, db)
-
-
-@pytest.fixture(scope="session")
-def sources(tmp_path_factory):
-    return session_sources(tmp_path_factory)
 
 
 # -- options, help, man page ----------------------------------------------------------------------
@@ -439,11 +429,15 @@ def test_corrupt_flac_and_ogg_are_skipped(importer, library):
 def deep_path(root, total):
     """Directories of 200-byte names under root until a path of at least total bytes fits
     (made through directory descriptors: the path itself is too long for the kernel)."""
-    names, length = [], len(os.fsencode(root))
-    while length + 1 + 200 + 1 + len("track.mp3") < total:
+    left = total - len(os.fsencode(root)) - len("/track.mp3")  # for "/name" components
+    names = []
+    while left > 300:
         names.append("d" * 200)
-        length += 201
-    names.append("e" * (total - length - 1 - 1 - len("track.mp3")))
+        left -= 201
+    if left > 201:  # two names of 100 bytes or more, so neither is empty
+        names.append("d" * (left - 101))
+        left = 100
+    names.append("e" * (left - 1))
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for name in names:

@@ -15,23 +15,11 @@ import time
 import pytest
 
 import dbservers
-from import_support import (IMPORT_BIN, RUN_TIMEOUT, Importer, id3v24_tag, import_env, place,
-                            run_import, session_sources)
+from import_support import IMPORT_BIN, RUN_TIMEOUT, id3v24_tag, import_env, place, run_import
 from support import scaled, wait_until
 from write_faults import WriteCutter
 
 BATCH = 4000  # STORE_BATCH_MAX in import/store.h: inserts per bulk write
-
-
-@pytest.fixture(scope="session")
-def sources(tmp_path_factory):
-    return session_sources(tmp_path_factory)
-
-
-@pytest.fixture
-def importer(mongo, db):
-    """musicd-import pointed straight at the test's database."""
-    return Importer(mongo, db)
 
 
 def many_files(root, source, count):
