@@ -144,8 +144,6 @@ static int read_mp3(int fd, int64_t file_size, struct rawtags *tags)
 			status = -ENOMEM;
 			goto cleanup;
 		}
-		tags->album_artist = info.album_artist;
-		tags->disc = info.disc;
 		memcpy(tags->invalid, info.invalid_frame, sizeof(info.invalid_frame));
 	}
 	if (size + MPEG_SCAN_BYTES + MPEG_FIRST_FRAME_MAX <= head_length ||
@@ -171,8 +169,6 @@ static int take_comments(const unsigned char *bytes, size_t length, struct rawta
 	struct vorbis_comment_info info;
 	if (vorbis_comment_parse(bytes, length, &info) < 0)
 		return -ENOMEM;
-	tags->album_artist = info.album_artist;
-	tags->disc = info.disc;
 	memcpy(tags->invalid, info.invalid_field, sizeof(tags->invalid));
 	return 0;
 }
@@ -394,7 +390,6 @@ static int read_wav(int fd, int64_t file_size, struct rawtags *tags)
 			free(bytes);
 			if (status < 0)
 				return -ENOMEM;
-			free(info.album_artist);
 			memcpy(tags->invalid, info.invalid_frame, sizeof(info.invalid_frame));
 		}
 		offset = body + size + (size & 1); /* chunks are padded to an even size */
@@ -420,10 +415,4 @@ int rawtags_read(int fd, const char *path, int64_t file_size, struct rawtags *ta
 	if (strcmp(type, "audio/wav") == 0)
 		return read_wav(fd, file_size, tags);
 	return 0;
-}
-
-void rawtags_free(struct rawtags *tags)
-{
-	free(tags->album_artist);
-	tags->album_artist = NULL;
 }

@@ -15,8 +15,6 @@
 #include <stdint.h>
 
 struct rawtags {
-	char *album_artist;   /* malloc'd UTF-8 or NULL; freed by rawtags_free */
-	unsigned disc;	      /* 0 when absent */
 	char invalid[32];     /* "" or the frame/comment whose text is not valid */
 	int64_t id3v2_size;   /* mp3: bytes of the ID3v2 tag at the start (0 when none) */
 	int64_t audio_expected; /* mp3: audio bytes its encoder wrote (0 when not known) */
@@ -27,6 +25,5 @@ struct rawtags {
 
 /* Reads what the file's type (by path's extension) holds; returns 0 or a negative errno. */
 int rawtags_read(int fd, const char *path, int64_t file_size, struct rawtags *tags);
-void rawtags_free(struct rawtags *tags);
 
 #endif

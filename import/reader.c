@@ -90,7 +90,6 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 	}
 
 cleanup:
-	rawtags_free(&raw);
 	close(fd);
 	if (status != 0)
 		track_free(track);
