@@ -45,17 +45,22 @@ $(ASAN_OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 # musicd-import: import/*.c plus the server modules it shares (config and the flags reader,
-# content types, containment).
-IMPORT_PKGS := libmongoc-1.0 taglib_c
+# content types, containment), and import/tags.cpp: TagLib's C++ interface (its C binding in
+# bookworm has neither the property map nor durations in milliseconds).
+CXX      ?= c++
+IMPORT_PKGS := libmongoc-1.0 taglib libcrypto
 # -Iimport first: TagLib's include directory has an id3v2.h of its own.
 IMPORT_CFLAGS := -Iimport $(shell pkg-config --cflags $(IMPORT_PKGS) 2>/dev/null)
-IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null)
+IMPORT_LIBS := $(shell pkg-config --libs $(IMPORT_PKGS) 2>/dev/null) -lstdc++
+IMPORT_CXXFLAGS := -std=gnu++17 -D_GNU_SOURCE -pthread -Wall -Wextra -Werror -Wshadow -Wformat=2 \
+	$(shell pkg-config --cflags libmongoc-1.0 2>/dev/null) -Iserver $(IMPORT_CFLAGS)
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
 IMPORT_SHARED := $(addprefix server/,config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/response_head.c base/log.c \
 	http/proxy_trust.c http/content_type.c media/containment.c)
-IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
-IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) \
+IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(OBJ)/import/tags.o \
+	$(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
+IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) $(ASAN_OBJ)/import/tags.o \
 	$(IMPORT_SHARED:server/%.c=$(ASAN_OBJ)/%.o)
 
 build/musicd-import: $(IMPORT_OBJS)
@@ -69,6 +74,12 @@ $(OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION Make
 
 $(ASAN_OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION Makefile | $(ASAN_OBJ)/import
 	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+
+$(OBJ)/import/%.o: import/%.cpp $(wildcard import/*.h) Makefile | $(OBJ)/import
+	$(CXX) $(IMPORT_CXXFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(ASAN_OBJ)/import/%.o: import/%.cpp $(wildcard import/*.h) Makefile | $(ASAN_OBJ)/import
+	$(CXX) $(IMPORT_CXXFLAGS) $(SAN_FLAGS) -c -o $@ $<
 
 $(OBJ)/import $(ASAN_OBJ)/import:
 	mkdir -p $@
@@ -110,10 +121,11 @@ FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)
 
-# musicd-import's raw tag readers, fuzzed on their own (pure, no TagLib).
-IMPORT_FUZZ_SRCS := $(addprefix import/,id3v2.c vorbis_comment.c ogg.c mpeg.c escape.c)
+# musicd-import's raw tag readers, fuzzed on their own (pure, no TagLib; libbson checks UTF-8).
+IMPORT_FUZZ_SRCS := $(addprefix import/,id3v2.c vorbis_comment.c ogg.c mpeg.c flac.c mp4.c)
 build/fuzz/fuzz_import_tags: tests/fuzz/fuzz_import_tags.c $(IMPORT_FUZZ_SRCS) $(wildcard import/*.h) | build/fuzz
-	clang $(FUZZ_FLAGS) -Iimport -o $@ $< $(IMPORT_FUZZ_SRCS)
+	clang $(FUZZ_FLAGS) -Iimport $(shell pkg-config --cflags libbson-1.0) -o $@ $< \
+		$(IMPORT_FUZZ_SRCS) $(shell pkg-config --libs libbson-1.0)
 
 build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(SERVER_HDRS) | build/fuzz
 	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS)

@@ -6,10 +6,11 @@
  */
 #include "document.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum field_kind { FIELD_STRING, FIELD_NUMBER, FIELD_INT64, FIELD_DATE, FIELD_HASH };
+enum field_kind { FIELD_STRING, FIELD_NUMBER, FIELD_MILLISECONDS, FIELD_INT64, FIELD_DATE, FIELD_HASH };
 
 struct field {
 	const char *name;
@@ -29,7 +30,7 @@ static const struct field fields[] = {
 	{"track", FIELD_NUMBER, AT(number)},
 	{"disc", FIELD_NUMBER, AT(disc)},
 	{"comment", FIELD_STRING, AT(comment)},
-	{"duration", FIELD_NUMBER, AT(duration)},
+	{"duration", FIELD_MILLISECONDS, AT(duration_ms)},
 	{"bitrate", FIELD_NUMBER, AT(bitrate)},
 	{"sample_rate", FIELD_NUMBER, AT(sample_rate)},
 	{"channels", FIELD_NUMBER, AT(channels)},
@@ -74,7 +75,8 @@ static bool field_present(const struct track *track, const struct field *field)
 		const char *value = *(char *const *)(base + field->offset);
 		return value != NULL && value[0] != '\0';
 	}
-	case FIELD_NUMBER: {
+	case FIELD_NUMBER:
+	case FIELD_MILLISECONDS: {
 		unsigned value = *(const unsigned *)(base + field->offset);
 		return value != 0 && value <= INT32_MAX;
 	}
@@ -97,6 +99,9 @@ static void append_field(const struct track *track, const struct field *field, b
 		break;
 	case FIELD_NUMBER:
 		BSON_APPEND_INT32(out, field->name, (int32_t) * (const unsigned *)(base + field->offset));
+		break;
+	case FIELD_MILLISECONDS:
+		BSON_APPEND_DOUBLE(out, field->name, *(const unsigned *)(base + field->offset) / 1000.0);
 		break;
 	case FIELD_INT64:
 		BSON_APPEND_INT64(out, field->name, *(const int64_t *)(base + field->offset));

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sha256.h"
+#include "hash.h"
 
 /* Owned strings are malloc'd (NULL when absent) and released by track_free. */
 struct track {
@@ -20,9 +20,11 @@ struct track {
 	int64_t mtime_ms; /* modification time, milliseconds since the epoch (BSON date) */
 	char *title, *artist, *album, *album_artist, *genre, *comment;
 	unsigned year, number, disc; /* 0 when absent */
-	unsigned duration, bitrate, sample_rate, channels; /* s, kbit/s, Hz; 0 when unknown */
+	/* Stored as seconds with millisecond precision (a double: 2.613). */
+	unsigned duration_ms;
+	unsigned bitrate, sample_rate, channels; /* kbit/s, Hz; 0 when unknown */
 	bool has_sha256;
-	char sha256[SHA256_HEX_SIZE];
+	char sha256[HASH_HEX_SIZE];
 };
 
 void track_free(struct track *track);

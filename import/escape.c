@@ -1,9 +1,11 @@
 /*
- * escape: the three escapers of musicd-import's output. The terminal escaper
- * decodes UTF-8 itself, so a name that is not UTF-8 is shown byte by byte and
- * a user can still tell which file it was.
+ * escape: the two escapers of musicd-import's output. The terminal escaper
+ * walks the text one UTF-8 sequence at a time, so a name that is not UTF-8 is
+ * shown byte by byte and a user can still tell which file it was.
  */
 #include "escape.h"
+
+#include <bson/bson.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -15,57 +17,16 @@
 
 /*
  * Length of the valid UTF-8 sequence at text[0..length), or 0 if it is not
- * one: overlong forms, surrogates and code points past U+10FFFF are invalid.
+ * one (libbson's validator says: overlong forms, surrogates and code points
+ * past U+10FFFF are not).
  */
 static size_t utf8_sequence_length(const unsigned char *text, size_t length)
 {
 	unsigned char lead = text[0];
-	size_t need;
-	uint32_t code;
-	uint32_t minimum;
-
-	if (lead < 0x80)
-		return 1;
-	if (lead >= 0xC2 && lead <= 0xDF) {
-		need = 2;
-		code = lead & 0x1F;
-		minimum = 0x80;
-	} else if (lead >= 0xE0 && lead <= 0xEF) {
-		need = 3;
-		code = lead & 0x0F;
-		minimum = 0x800;
-	} else if (lead >= 0xF0 && lead <= 0xF4) {
-		need = 4;
-		code = lead & 0x07;
-		minimum = 0x10000;
-	} else {
-		return 0;
-	}
-	if (length < need)
-		return 0;
-	for (size_t i = 1; i < need; i++) {
-		if ((text[i] & 0xC0) != 0x80)
-			return 0;
-		code = (code << 6) | (text[i] & 0x3F);
-	}
-	if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+	size_t need = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+	if (need == 0 || need > length || !bson_utf8_validate((const char *)text, need, false))
 		return 0;
 	return need;
-}
-
-bool escape_is_utf8(const char *bytes, size_t length)
-{
-	const unsigned char *text = (const unsigned char *)bytes;
-	size_t i = 0;
-	while (i < length) {
-		if (text[i] == '\0')
-			return false;
-		size_t n = utf8_sequence_length(text + i, length - i);
-		if (n == 0)
-			return false;
-		i += n;
-	}
-	return true;
 }
 
 char *escape_for_terminal(const char *bytes, size_t length)
@@ -114,28 +75,6 @@ static char *escape_each_byte(const char *text, byte_escaper *escape_byte)
 		cursor += escape_byte(*p, cursor);
 	*cursor = '\0';
 	return out;
-}
-
-static size_t json_byte(unsigned char c, char *out)
-{
-	if (c == '"' || c == '\\') {
-		out[0] = '\\';
-		out[1] = (char)c;
-		return 2;
-	}
-	if (c == '\n')
-		return (size_t)sprintf(out, "\\n");
-	if (c == '\t')
-		return (size_t)sprintf(out, "\\t");
-	if (c < 0x20 || c == 0x7F)
-		return (size_t)sprintf(out, "\\u%04x", c);
-	out[0] = (char)c;
-	return 1;
-}
-
-char *escape_for_json(const char *text)
-{
-	return escape_each_byte(text, json_byte);
 }
 
 static bool url_unreserved(unsigned char c)

@@ -2,11 +2,12 @@
  * id3v2: versions 2.2, 2.3 and 2.4 (ID3v2 informal standards at id3.org):
  * header, optional extended header, frames until padding or the end, with
  * unsynchronisation undone where the tag or a frame says so. Compressed or
- * encrypted frames are passed over unread.
+ * encrypted frames are passed over unread. Text is checked where it lies,
+ * never converted: TagLib converts it.
  */
 #include "id3v2.h"
 
-#include "escape.h"
+#include <bson/bson.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,108 +65,64 @@ static size_t resync(unsigned char *bytes, size_t length)
 	return out;
 }
 
-/* Appends code point as UTF-8 to out (room for 4 bytes is the caller's). */
-static size_t put_utf8(char *out, uint32_t code)
-{
-	if (code < 0x80) {
-		out[0] = (char)code;
-		return 1;
-	}
-	if (code < 0x800) {
-		out[0] = (char)(0xC0 | code >> 6);
-		out[1] = (char)(0x80 | (code & 0x3F));
-		return 2;
-	}
-	if (code < 0x10000) {
-		out[0] = (char)(0xE0 | code >> 12);
-		out[1] = (char)(0x80 | (code >> 6 & 0x3F));
-		out[2] = (char)(0x80 | (code & 0x3F));
-		return 3;
-	}
-	out[0] = (char)(0xF0 | code >> 18);
-	out[1] = (char)(0x80 | (code >> 12 & 0x3F));
-	out[2] = (char)(0x80 | (code >> 6 & 0x3F));
-	out[3] = (char)(0x80 | (code & 0x3F));
-	return 4;
-}
-
 /*
- * Decodes one value of the given encoding, up to its terminator, into a
- * malloc'd UTF-8 string (*out, or NULL when empty); *consumed is the bytes
- * read, terminator included. Returns 0, 1 when the text is not valid in its
- * encoding, or -1 when out of memory.
+ * Checks one value of the given encoding, up to its terminator; *consumed is
+ * the bytes read, terminator included. Returns 0, or 1 when the text is not
+ * valid in its encoding.
  */
-static int decode_text(int encoding, const unsigned char *text, size_t length, char **out,
-		       size_t *consumed)
+static int check_text(int encoding, const unsigned char *text, size_t length, size_t *consumed)
 {
-	*out = NULL;
 	*consumed = length;
-	char *utf8 = malloc(length * 2 + 1); /* UTF-16: at most 3 bytes per 2; Latin1: 2 per 1 */
-	if (utf8 == NULL)
-		return -1;
-	size_t used = 0;
-	int invalid = 0;
-
 	if (encoding == LATIN1 || encoding == UTF8) {
 		size_t end = 0;
 		while (end < length && text[end] != 0)
 			end++;
 		*consumed = end < length ? end + 1 : end;
-		if (encoding == LATIN1) {
-			for (size_t i = 0; i < end; i++)
-				used += put_utf8(utf8 + used, text[i]);
-		} else {
-			invalid = !escape_is_utf8((const char *)text, end);
-			memcpy(utf8, text, end);
-			used = end;
-		}
-	} else if (encoding == UTF16_BOM || encoding == UTF16BE) {
-		bool big = encoding == UTF16BE;
-		size_t i = 0;
-		if (encoding == UTF16_BOM && length >= 2) {
-			if (text[0] == 0xFE && text[1] == 0xFF) {
-				big = true;
-				i = 2;
-			} else if (text[0] == 0xFF && text[1] == 0xFE) {
-				i = 2;
-			}
-		}
-		/* A trailing odd byte is a stray terminator some taggers write: ignored. */
-		for (; i + 1 < length; i += 2) {
-			uint32_t unit = big ? (uint32_t)text[i] << 8 | text[i + 1]
-					    : (uint32_t)text[i + 1] << 8 | text[i];
-			if (unit == 0) {
-				*consumed = i + 2;
-				break;
-			}
-			if (unit >= 0xDC00 && unit <= 0xDFFF) {
-				invalid = 1;
-				break;
-			}
-			if (unit >= 0xD800 && unit <= 0xDBFF) {
-				uint32_t low = 0;
-				if (i + 3 < length)
-					low = big ? (uint32_t)text[i + 2] << 8 | text[i + 3]
-						  : (uint32_t)text[i + 3] << 8 | text[i + 2];
-				if (low < 0xDC00 || low > 0xDFFF) {
-					invalid = 1;
-					break;
-				}
-				unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-				i += 2;
-			}
-			used += put_utf8(utf8 + used, unit);
-		}
-	} else {
-		invalid = 1; /* no such encoding */
+		return encoding == UTF8 && !bson_utf8_validate((const char *)text, end, false);
 	}
-	if (invalid || used == 0) {
-		free(utf8);
-		return invalid;
+	if (encoding != UTF16_BOM && encoding != UTF16BE)
+		return 1; /* no such encoding */
+	bool big = encoding == UTF16BE;
+	size_t i = 0;
+	if (encoding == UTF16_BOM && length >= 2) {
+		if (text[0] == 0xFE && text[1] == 0xFF) {
+			big = true;
+			i = 2;
+		} else if (text[0] == 0xFF && text[1] == 0xFE) {
+			i = 2;
+		}
 	}
-	utf8[used] = '\0';
-	*out = utf8;
+	/* A trailing odd byte is a stray terminator some taggers write: ignored. */
+	for (; i + 1 < length; i += 2) {
+		uint32_t unit = big ? (uint32_t)text[i] << 8 | text[i + 1]
+				    : (uint32_t)text[i + 1] << 8 | text[i];
+		if (unit == 0) {
+			*consumed = i + 2;
+			break;
+		}
+		if (unit >= 0xDC00 && unit <= 0xDFFF)
+			return 1; /* a low surrogate first */
+		if (unit >= 0xD800 && unit <= 0xDBFF) {
+			uint32_t low = 0;
+			if (i + 3 < length)
+				low = big ? (uint32_t)text[i + 2] << 8 | text[i + 3]
+					  : (uint32_t)text[i + 3] << 8 | text[i + 2];
+			if (low < 0xDC00 || low > 0xDFFF)
+				return 1; /* a high surrogate alone */
+			i += 2;
+		}
+	}
 	return 0;
+}
+
+/* Frame ids are capital letters and digits (ID3v2.3 section 4, 2.4 4.2). */
+static bool is_frame_id(const char *id)
+{
+	for (const char *p = id; *p != '\0'; p++) {
+		if (!((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+			return false;
+	}
+	return id[0] != '\0';
 }
 
 static bool is_text_frame(const char *id)
@@ -175,47 +132,26 @@ static bool is_text_frame(const char *id)
 
 /*
  * Checks every value of a text frame (v2.4 allows several, NUL-separated;
- * COMM and TXXX hold a description and a text) and keeps TPE2 and TPOS.
+ * COMM and TXXX hold a description and a text).
  */
-static int take_frame(const char *id, const unsigned char *content, size_t length,
-		      struct id3v2_info *info)
+static void check_frame(const char *id, const unsigned char *content, size_t length,
+			struct id3v2_info *info)
 {
 	if (!is_text_frame(id) || length == 0)
-		return 0;
+		return;
 	int encoding = content[0];
 	size_t position = 1;
 	if (id[0] == 'C')
 		position += 3; /* COMM: the language */
-	bool first = true;
-
 	while (position < length) {
-		char *value;
 		size_t consumed;
-		int status = decode_text(encoding, content + position, length - position, &value,
-					 &consumed);
-		if (status < 0)
-			return -1;
-		if (status > 0) {
+		if (check_text(encoding, content + position, length - position, &consumed) > 0) {
 			if (info->invalid_frame[0] == '\0')
 				strcpy(info->invalid_frame, id);
-			return 0;
+			return;
 		}
 		position += consumed;
-		if (first && value != NULL &&
-		    (strcmp(id, "TPE2") == 0 || strcmp(id, "TP2") == 0) && info->album_artist == NULL) {
-			info->album_artist = value;
-			value = NULL;
-		} else if (first && value != NULL &&
-			   (strcmp(id, "TPOS") == 0 || strcmp(id, "TPA") == 0)) {
-			unsigned disc = 0;
-			for (const char *p = value; *p >= '0' && *p <= '9' && disc < 100000; p++)
-				disc = disc * 10 + (unsigned)(*p - '0');
-			info->disc = disc;
-		}
-		free(value);
-		first = false;
 	}
-	return 0;
 }
 
 int id3v2_parse(const unsigned char *bytes, size_t length, struct id3v2_info *info)
@@ -245,14 +181,14 @@ int id3v2_parse(const unsigned char *bytes, size_t length, struct id3v2_info *in
 	}
 	size_t id_size = version == 2 ? 3 : 4;
 	size_t header_size = version == 2 ? 6 : 10;
-	int status = 0;
-
 	while (position + header_size <= body_length) {
 		const unsigned char *frame = body + position;
 		if (frame[0] == 0)
 			break; /* padding */
 		char id[5] = {0};
 		memcpy(id, frame, id_size);
+		if (!is_frame_id(id))
+			break; /* not a frame: what follows is not the tag's (and the id is shown) */
 		size_t size = version == 2 ? big_endian(frame + 3, 3)
 			      : version == 3 ? big_endian(frame + 4, 4)
 					     : syncsafe(frame + 4);
@@ -277,13 +213,8 @@ int id3v2_parse(const unsigned char *bytes, size_t length, struct id3v2_info *in
 		}
 		if (version == 4 && ((frame_flags & FRAME24_UNSYNC) || (flags & HEADER_UNSYNC)))
 			content_length = resync(content, content_length);
-		if ((status = take_frame(id, content, content_length, info)) < 0)
-			break;
+		check_frame(id, content, content_length, info);
 	}
 	free(body);
-	if (status < 0) {
-		free(info->album_artist);
-		info->album_artist = NULL;
-	}
-	return status;
+	return 0;
 }

@@ -1,8 +1,8 @@
 /*
- * id3v2: what TagLib's C binding cannot tell about an ID3v2 tag: the album
- * artist (TPE2) and disc number (TPOS), and whether every text frame holds
- * valid text (TagLib silently turns invalid UTF-8 or UTF-16 into ""). Pure:
- * works on the tag's bytes, which the caller reads from the file.
+ * id3v2: the one thing TagLib cannot tell about an ID3v2 tag: whether every
+ * text frame holds valid text (TagLib silently turns invalid UTF-8 or UTF-16
+ * into ""). Everything else of the tag is TagLib's. Pure: works on the tag's
+ * bytes, which the caller reads from the file.
  */
 #ifndef MUSICD_IMPORT_ID3V2_H
 #define MUSICD_IMPORT_ID3V2_H
@@ -13,9 +13,7 @@
 #define ID3V2_HEADER_SIZE 10
 
 struct id3v2_info {
-	char *album_artist;	  /* malloc'd UTF-8, NULL when absent or empty */
-	unsigned disc;		  /* 0 when absent */
-	char invalid_frame[5];	  /* "" or the id of the first frame whose text is invalid */
+	char invalid_frame[5]; /* "" or the id of the first frame whose text is invalid */
 };
 
 /*
@@ -25,9 +23,8 @@ struct id3v2_info {
 size_t id3v2_tag_size(const unsigned char *header);
 
 /*
- * Parses the tag in bytes[0..length) (as much of it as length holds; frames
- * past the end are ignored). Returns 0, or -1 when out of memory. The caller
- * frees info->album_artist.
+ * Checks the tag in bytes[0..length) (as much of it as length holds; frames
+ * past the end are ignored). Returns 0, or -1 when out of memory.
  */
 int id3v2_parse(const unsigned char *bytes, size_t length, struct id3v2_info *info);
 

@@ -16,8 +16,11 @@ void known_init(struct known *known)
 
 void known_free(struct known *known)
 {
-	for (size_t i = 0; i < known->count; i++)
+	for (size_t i = 0; i < known->count; i++) {
 		free(known->entries[i].path);
+		free(known->entries[i].artist);
+		free(known->entries[i].title);
+	}
 	free(known->entries);
 	memset(known, 0, sizeof(*known));
 }
@@ -63,7 +66,17 @@ struct known_entry *known_find(const struct known *known, const char *path)
 	return bsearch(path, known->entries, known->count, sizeof(*known->entries), compare_key);
 }
 
-void known_take_document(struct known_entry *entry, const bson_t *document)
+/* A string field's copy into *out; 0, or -1 when out of memory. */
+static int take_string(const bson_t *document, const char *name, char **out)
+{
+	bson_iter_t iter;
+	if (!bson_iter_init_find(&iter, document, name) || !BSON_ITER_HOLDS_UTF8(&iter))
+		return 0;
+	*out = strdup(bson_iter_utf8(&iter, NULL));
+	return *out == NULL ? -1 : 0;
+}
+
+int known_take_document(struct known_entry *entry, const bson_t *document)
 {
 	bson_iter_t iter;
 	if (bson_iter_init_find(&iter, document, "_id") && BSON_ITER_HOLDS_OID(&iter)) {
@@ -81,4 +94,10 @@ void known_take_document(struct known_entry *entry, const bson_t *document)
 	}
 	entry->has_sha256 = bson_iter_init_find(&iter, document, "sha256") &&
 			    BSON_ITER_HOLDS_UTF8(&iter);
+	entry->stale_duration = bson_iter_init_find(&iter, document, "duration") &&
+				(BSON_ITER_HOLDS_INT32(&iter) || BSON_ITER_HOLDS_INT64(&iter));
+	if (take_string(document, "artist", &entry->artist) < 0 ||
+	    take_string(document, "title", &entry->title) < 0)
+		return -1;
+	return 0;
 }

@@ -20,6 +20,9 @@ struct known_entry {
 	int64_t size;
 	int64_t mtime_ms;
 	bool has_sha256;
+	/* A duration in whole seconds (an int): written before durations had milliseconds. */
+	bool stale_duration;
+	char *artist, *title; /* malloc'd when fetched (--print-urls) and present, else NULL */
 	bool seen; /* set when the walk found its file */
 };
 
@@ -43,9 +46,10 @@ struct known_entry *known_find(const struct known *known, const char *path);
 
 /*
  * Fills an entry's other fields from a stored document's fields (size as an
- * int32/int64, mtime as a date, sha256 as a string): anything else counts as
- * missing, so the file is read again and the document rewritten.
+ * int32/int64, mtime as a date, sha256 as a string, artist and title as
+ * strings): anything else counts as missing, so the file is read again and
+ * the document rewritten. Returns 0, or -1 when out of memory.
  */
-void known_take_document(struct known_entry *entry, const bson_t *document);
+int known_take_document(struct known_entry *entry, const bson_t *document);
 
 #endif

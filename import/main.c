@@ -2,13 +2,17 @@
  * musicd-import: from a directory of music to the documents musicd serves.
  * The run: options -> the directories resolved -> the database (index) ->
  * the walk -> the known documents -> each file classified (plan) -> new and
- * changed files read in parallel (pool) and written in bulk (store) ->
- * --prune -> one summary line. Exit status 0: all imported; 1: some files
- * skipped; 2: a usage or database error.
+ * changed files read in parallel (pool) and written in bulk (batch), each
+ * write counted only as its reply (or, after a failure, the collection) says
+ * -> --prune, or a note of the files gone -> --print-urls -> one summary
+ * line. Exit status 0: all imported; 1: some files skipped; 2: a usage or
+ * database error.
  */
+#include "batch.h"
 #include "console.h"
 #include "escape.h"
 #include "known.h"
+#include "listing.h"
 #include "options.h"
 #include "plan.h"
 #include "pool.h"
@@ -42,6 +46,7 @@ struct run {
 	struct store store;
 	struct walk walk;
 	struct known known;
+	struct listing listing; /* --print-urls */
 	char *roots[IMPORT_MAX_DIRS]; /* canonical; owned */
 	size_t root_count;
 	struct summary summary;
@@ -72,7 +77,7 @@ static int resolve_roots(struct run *run)
 			free(resolved);
 			return -1;
 		}
-		if (!escape_is_utf8(resolved, strlen(resolved))) {
+		if (!bson_utf8_validate(resolved, strlen(resolved), false)) {
 			snprintf(run->error, sizeof(run->error),
 				 "%s: the directory's path is not valid UTF-8", shown ? shown : "DIR");
 			free(shown);
@@ -85,7 +90,7 @@ static int resolve_roots(struct run *run)
 	return 0;
 }
 
-/* stdout: one line per change in a dry run, one URL per added track with --print-urls. */
+/* stdout: one line per change in a dry run. */
 static void print_change(const char *verb, const char *path)
 {
 	char *shown = escape_for_terminal(path, strlen(path));
@@ -93,17 +98,26 @@ static void print_change(const char *verb, const char *path)
 	free(shown);
 }
 
-static void print_url(const char *base, const bson_oid_t *id, const char *path)
+/* A track for --print-urls, if asked for and if its _id is an ObjectId (musicd's :mid). */
+static int list_track(struct run *run, const char *path, const bson_oid_t *id,
+		      const char *artist, const char *title)
 {
-	char hex[25];
-	bson_oid_to_string(id, hex);
-	const char *name = strrchr(path, '/');
-	char *escaped = escape_for_url(name ? name + 1 : path);
-	printf("%s/musicdb/%s/%s\n", base, hex, escaped ? escaped : "");
-	free(escaped);
+	if (run->options.print_urls == NULL || id == NULL)
+		return 0;
+	if (listing_add(&run->listing, path, id, artist, title) < 0) {
+		snprintf(run->error, sizeof(run->error), "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
-/* The files to read: new or changed ones; unchanged ones only counted. */
+static int list_known(struct run *run, const struct known_entry *known)
+{
+	return list_track(run, known->path, known->has_oid ? &known->id : NULL, known->artist,
+			  known->title);
+}
+
+/* The files to read: new or changed ones; unchanged ones only counted (and listed). */
 static struct pool_item *classify(struct run *run, size_t *count)
 {
 	struct pool_item *items = calloc(run->walk.count ? run->walk.count : 1, sizeof(*items));
@@ -119,39 +133,86 @@ static struct pool_item *classify(struct run *run, size_t *count)
 			plan_classify(known, entry->size, entry->mtime_ms, run->options.hash);
 		if (action == PLAN_UNCHANGED) {
 			run->summary.unchanged++;
+			if (list_known(run, known) < 0) {
+				free(items);
+				return NULL;
+			}
 			continue;
 		}
 		items[n].path = entry->path;
 		items[n].action = action;
+		items[n].known = known;
 		n++;
 	}
 	*count = n;
 	return items;
 }
 
-/* Executes a full or final batch, counts what it wrote, prints the URLs of what it added. */
-static int flush_batch(struct run *run, struct store_batch *batch, struct pool_item *items,
-		       size_t first, size_t end, const bson_oid_t *ids)
+/* Counts, reports and lists what became of each write of a batch. */
+static int tally(struct run *run, const struct batch_op *ops, const struct op_result *results,
+		 size_t count, bool inserts)
 {
-	size_t raced = 0, added = 0, updated = 0;
-	if (store_batch_execute(batch, &raced, run->error, sizeof(run->error)) < 0)
-		return -1;
-	for (size_t i = first; i < end; i++) {
-		if (items[i].status != 0)
-			continue;
-		if (items[i].action == PLAN_UPDATE) {
-			updated++;
-			continue;
+	for (size_t i = 0; i < count; i++) {
+		const struct track *track = ops[i].track;
+		switch (results[i].outcome) {
+		case OP_WRITTEN:
+			if (inserts && !ops[i].raced)
+				run->summary.added++;
+			else
+				run->summary.updated++;
+			if (list_track(run, track->path, ops[i].has_id ? &ops[i].id : NULL,
+				       track->artist, track->title) < 0)
+				return -1;
+			break;
+		case OP_DUPLICATE:
+		case OP_REFUSED:
+			console_skip(&run->console, track->path, "the database refused its document: %s",
+				     results[i].message);
+			break;
+		case OP_UNKNOWN:
+			run->summary.unconfirmed++;
+			break;
+		case OP_NOT_WRITTEN:
+			break;
 		}
-		added++;
-		if (run->options.print_urls != NULL)
-			print_url(run->options.print_urls, &ids[i - first], items[i].path);
 	}
-	fflush(stdout);
-	/* An insert that lost a race with another writer became an update of its document. */
-	run->summary.added += added - raced;
-	run->summary.updated += updated + raced;
 	return 0;
+}
+
+/* Executes a full or final batch and counts what it wrote. */
+static int flush_batch(struct run *run, struct batch *batch)
+{
+	int status = batch_execute(batch, run->error, sizeof(run->error));
+	if (tally(run, batch->inserts, batch->insert_results, batch->insert_count, true) < 0 ||
+	    tally(run, batch->upserts, batch->upsert_results, batch->upsert_count, false) < 0)
+		status = -1;
+	batch_clear(batch);
+	return status;
+}
+
+/* One file read: queued for writing, or said in a dry run; 1 when its document cannot be. */
+static int take_item(struct run *run, struct batch *batch, struct pool_item *item,
+		     bson_oid_t *id)
+{
+	char reason[POOL_REASON_MAX];
+	int queued;
+	if (run->options.dry_run) {
+		print_change(item->action == PLAN_ADD ? "add" : "update", item->path);
+		*(item->action == PLAN_ADD ? &run->summary.added : &run->summary.updated) += 1;
+		return item->known != NULL ? list_known(run, item->known) : 0;
+	}
+	if (item->action == PLAN_ADD) {
+		bson_oid_init(id, NULL);
+		queued = batch_insert(batch, &item->track, id, reason, sizeof(reason));
+	} else {
+		const struct known_entry *known = item->known;
+		queued = batch_upsert(batch, &item->track,
+				      known != NULL && known->has_oid ? &known->id : NULL, reason,
+				      sizeof(reason));
+	}
+	if (queued > 0)
+		console_skip(&run->console, item->path, "%s", reason);
+	return queued < 0 ? -1 : 0;
 }
 
 /* Reads (in parallel) and writes (in order) the new and changed files. */
@@ -165,15 +226,18 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 	}
 	if (count == 0)
 		return 0;
-	/* Readers may fill the next batch while the current one is written. */
-	if (pool_start(&pool, items, count, jobs, 2 * STORE_BATCH_MAX, run->options.hash) < 0) {
-		snprintf(run->error, sizeof(run->error), "cannot start reader threads");
+	struct batch *batch = malloc(sizeof(*batch));
+	if (batch == NULL) {
+		snprintf(run->error, sizeof(run->error), "out of memory");
 		return -1;
 	}
-	static bson_oid_t ids[STORE_BATCH_MAX];
-	struct store_batch batch;
-	store_batch_init(&batch, &run->store);
-	size_t batch_first = 0;
+	batch_init(batch, &run->store);
+	/* Readers may fill the next batch while the current one is written. */
+	if (pool_start(&pool, items, count, jobs, 2 * BATCH_INSERTS_MAX, run->options.hash) < 0) {
+		snprintf(run->error, sizeof(run->error), "cannot start reader threads");
+		free(batch);
+		return -1;
+	}
 	size_t found = run->walk.count;
 	int status = 0;
 
@@ -187,38 +251,29 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 			status = -1;
 			break;
 		}
-		if (item->status > 0) {
+		if (item->status > 0)
 			console_skip(&run->console, item->path, "%s", item->reason);
-		} else if (run->options.dry_run) {
-			print_change(item->action == PLAN_ADD ? "add" : "update", item->path);
-		} else if (item->action == PLAN_ADD) {
-			bson_oid_init(&ids[i - batch_first], NULL);
-			store_batch_insert(&batch, &item->track, &ids[i - batch_first]);
-		} else {
-			store_batch_update(&batch, &item->track);
-		}
-		if (item->status == 0 && run->options.dry_run)
-			*(item->action == PLAN_ADD ? &run->summary.added : &run->summary.updated) += 1;
-		if (STORE_BATCH_FULL(&batch) || i + 1 - batch_first == STORE_BATCH_MAX ||
-		    i + 1 == count) {
-			if (!run->options.dry_run)
-				status = flush_batch(run, &batch, items, batch_first, i + 1, ids);
+		else if (take_item(run, batch, item, &item->id) < 0)
+			status = -1;
+		if (status == 0 && (batch_full(batch) || i + 1 == count)) {
+			status = flush_batch(run, batch);
 			pool_release(&pool, i + 1);
-			batch_first = i + 1;
 		}
 	}
-	if (status < 0 && batch.bulk != NULL) {
-		mongoc_bulk_operation_destroy(batch.bulk); /* never executed: nothing half-written */
-		batch.bulk = NULL;
-	}
+	batch_clear(batch); /* after an error: whatever was queued is never sent */
+	free(batch);
 	pool_stop(&pool);
 	return status;
 }
 
-/* --prune: documents under the roots whose files the walk did not find and that are gone. */
-static int prune(struct run *run)
+/* Documents under the roots whose files the walk did not find and that are gone. */
+static int gone_paths(struct run *run, const char ***paths_out, size_t *count_out)
 {
-	const char *paths[STORE_BATCH_MAX];
+	const char **paths = malloc((run->known.count ? run->known.count : 1) * sizeof(*paths));
+	if (paths == NULL) {
+		snprintf(run->error, sizeof(run->error), "out of memory");
+		return -1;
+	}
 	size_t count = 0;
 	for (size_t i = 0; i < run->known.count; i++) {
 		const struct known_entry *entry = &run->known.entries[i];
@@ -227,24 +282,60 @@ static int prune(struct run *run)
 		struct stat st;
 		if (lstat(entry->path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR))
 			continue; /* still there (unreadable, or not an audio file now): kept */
-		if (run->options.dry_run) {
-			print_change("prune", entry->path);
-			run->summary.pruned++;
-			continue;
-		}
 		paths[count++] = entry->path;
-		if (count == STORE_BATCH_MAX) {
-			if (store_delete_paths(&run->store, paths, count, run->error,
-					       sizeof(run->error)) < 0)
-				return -1;
-			run->summary.pruned += count;
-			count = 0;
+	}
+	*paths_out = paths;
+	*count_out = count;
+	return 0;
+}
+
+/* Deletes one batch of gone documents; after a failure, counts those the collection lost. */
+static int delete_gone(struct run *run, const char *const *paths, size_t count)
+{
+	size_t deleted;
+	if (store_delete_paths(&run->store, paths, count, &deleted, run->error,
+			       sizeof(run->error)) == 0) {
+		run->summary.pruned += deleted;
+		return 0;
+	}
+	struct known left;
+	char ignored[256];
+	known_init(&left);
+	if (store_look_up(&run->store, paths, count, BATCH_LOOK_UP_WAIT_MS, &left, ignored,
+			  sizeof(ignored)) == 0)
+		run->summary.pruned += count - left.count;
+	else
+		run->summary.unconfirmed += count;
+	known_free(&left);
+	return -1;
+}
+
+/* --prune deletes the documents of gone files; without it, a note says how many there are. */
+static int prune(struct run *run)
+{
+	const char **paths;
+	size_t count;
+	int status = 0;
+	if (gone_paths(run, &paths, &count) < 0)
+		return -1;
+	if (!run->options.prune) {
+		if (count > 0)
+			console_error(&run->console,
+				      "%zu file%s gone: run with --prune to remove %s document%s",
+				      count, count == 1 ? "" : "s", count == 1 ? "its" : "their",
+				      count == 1 ? "" : "s");
+	} else if (run->options.dry_run) {
+		for (size_t i = 0; i < count; i++)
+			print_change("prune", paths[i]);
+		run->summary.pruned = count;
+	} else {
+		for (size_t first = 0; first < count && status == 0; first += BATCH_INSERTS_MAX) {
+			size_t n = count - first < BATCH_INSERTS_MAX ? count - first : BATCH_INSERTS_MAX;
+			status = delete_gone(run, paths + first, n);
 		}
 	}
-	if (store_delete_paths(&run->store, paths, count, run->error, sizeof(run->error)) < 0)
-		return -1;
-	run->summary.pruned += count;
-	return 0;
+	free(paths);
+	return status;
 }
 
 static void print_summary(struct run *run)
@@ -277,7 +368,8 @@ static int run_import(struct run *run)
 		return EXIT_USAGE_OR_DATABASE;
 	}
 	if (store_load_known(&run->store, (const char *const *)run->roots, run->root_count,
-			     &run->known, run->error, sizeof(run->error)) < 0)
+			     run->options.print_urls != NULL, &run->known, run->error,
+			     sizeof(run->error)) < 0)
 		return EXIT_USAGE_OR_DATABASE;
 
 	size_t count;
@@ -289,8 +381,20 @@ static int run_import(struct run *run)
 	int status = import_files(run, items, count);
 	free(items);
 	console_progress_end(&run->console);
-	if (status == 0 && run->options.prune)
+	if (status == 0)
 		status = prune(run);
+	if (run->options.print_urls != NULL &&
+	    listing_print(&run->listing, run->options.print_urls, stdout) < 0 && status == 0) {
+		snprintf(run->error, sizeof(run->error), "out of memory");
+		status = -1;
+	}
+	if (status < 0 && run->summary.unconfirmed > 0) {
+		size_t used = strlen(run->error);
+		snprintf(run->error + used, sizeof(run->error) - used,
+			 "; %zu writes unconfirmed: the database did not answer for %d s to say "
+			 "whether they were stored (a run once it is back completes them)",
+			 run->summary.unconfirmed, BATCH_LOOK_UP_WAIT_MS / 1000);
+	}
 	print_summary(run);
 	if (status < 0)
 		return EXIT_USAGE_OR_DATABASE;
@@ -306,6 +410,7 @@ int main(int argc, char **argv)
 	console_init(&run.console);
 	import_options_init(&run.options);
 	known_init(&run.known);
+	listing_init(&run.listing);
 	if (import_options_load(&run.options, argc, argv, getenv("MONGODB_URI"), &action,
 				run.error, sizeof(run.error)) < 0) {
 		fprintf(stderr, "musicd-import: %s\n", run.error);
@@ -334,6 +439,7 @@ int main(int argc, char **argv)
 	mongoc_cleanup();
 	walk_free(&run.walk);
 	known_free(&run.known);
+	listing_free(&run.listing);
 	for (size_t i = 0; i < run.root_count; i++)
 		free(run.roots[i]);
 	import_options_free(&run.options);

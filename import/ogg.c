@@ -94,3 +94,46 @@ enum ogg_result ogg_packet(const unsigned char *bytes, size_t length, unsigned i
 		position = data_start + body;
 	}
 }
+
+#define HEADER_EOS 0x04
+
+static uint32_t page_crc(const unsigned char *page, size_t length)
+{
+	uint32_t crc = 0;
+	for (size_t i = 0; i < length; i++) {
+		/* The CRC field itself (bytes 22..25) counts as zeros. */
+		unsigned char byte = i >= 22 && i < 26 ? 0 : page[i];
+		crc ^= (uint32_t)byte << 24;
+		for (int bit = 0; bit < 8; bit++)
+			crc = crc & 0x80000000u ? crc << 1 ^ 0x04C11DB7u : crc << 1;
+	}
+	return crc;
+}
+
+enum ogg_end ogg_last_page(const unsigned char *tail, size_t length, uint64_t *granule)
+{
+	if (length < PAGE_HEADER_SIZE)
+		return OGG_END_NONE;
+	for (size_t i = length - PAGE_HEADER_SIZE + 1; i-- > 0;) {
+		const unsigned char *page = tail + i;
+		if (memcmp(page, "OggS", 4) != 0 || page[4] != 0)
+			continue;
+		size_t segments = page[26];
+		if (length - i < PAGE_HEADER_SIZE + segments)
+			return OGG_END_CUT; /* its segment table is cut */
+		size_t size = PAGE_HEADER_SIZE + segments;
+		for (size_t k = 0; k < segments; k++)
+			size += page[PAGE_HEADER_SIZE + k];
+		if (size > length - i)
+			return OGG_END_CUT;
+		if (page_crc(page, size) != little_endian32(page + 22))
+			continue; /* "OggS" inside a packet, or a damaged page: look further back */
+		if (size != length - i)
+			return OGG_END_CUT;
+		*granule = 0;
+		for (int k = 7; k >= 0; k--)
+			*granule = *granule << 8 | page[6 + k];
+		return page[5] & HEADER_EOS ? OGG_END_WHOLE : OGG_END_NO_EOS;
+	}
+	return OGG_END_NONE;
+}

@@ -49,7 +49,7 @@ static const struct option_spec options[] = {
 	{"jobs", "N", OPTION_JOBS, .help = "files read in parallel (default: one per CPU)"},
 	{"json", NULL, SWITCH(json), .help = "print the summary as one JSON object"},
 	{"print-urls", "BASE", OPTION_PRINT_URLS,
-	 .help = "print BASE/musicdb/<id>/<name> for each track added"},
+	 .help = "print BASE/musicdb/<id>/<name>, artist and title of every track under the DIRs"},
 };
 
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))

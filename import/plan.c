@@ -12,7 +12,7 @@ enum plan_action plan_classify(const struct known_entry *known, int64_t size, in
 	if (known == NULL)
 		return PLAN_ADD;
 	if (!known->has_size || !known->has_mtime || known->size != size ||
-	    known->mtime_ms != mtime_ms || (want_hash && !known->has_sha256))
+	    known->mtime_ms != mtime_ms || known->stale_duration || (want_hash && !known->has_sha256))
 		return PLAN_UPDATE;
 	return PLAN_UNCHANGED;
 }

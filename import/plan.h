@@ -16,8 +16,9 @@ enum plan_action { PLAN_ADD, PLAN_UPDATE, PLAN_UNCHANGED };
 
 /*
  * A file of this size and modification time, whose document is known (NULL
- * when there is none): unchanged only when both match, and, with want_hash,
- * the document already has its sha256. Modification times compare in
+ * when there is none): unchanged only when both match, its duration is not
+ * the whole seconds of an older musicd-import, and, with want_hash, the
+ * document already has its sha256. Modification times compare in
  * milliseconds, the precision of a BSON date.
  */
 enum plan_action plan_classify(const struct known_entry *known, int64_t size, int64_t mtime_ms,

@@ -20,6 +20,8 @@
 struct pool_item {
 	const char *path;	 /* the walk's; not owned */
 	enum plan_action action; /* PLAN_ADD or PLAN_UPDATE */
+	const struct known_entry *known; /* its document, for an update (may be NULL); not owned */
+	bson_oid_t id;		 /* the _id given to an added file's document */
 	struct track track;	 /* filled when status is 0; freed by pool_release */
 	int status;		 /* reader_read's: 0, 1 (skipped, reason set), -1 */
 	char reason[POOL_REASON_MAX];

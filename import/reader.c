@@ -6,8 +6,8 @@
  */
 #include "reader.h"
 
+#include "hash.h"
 #include "rawtags.h"
-#include "sha256.h"
 #include "tags.h"
 
 #include <errno.h>
@@ -17,39 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define HASH_BUFFER_SIZE (256 * 1024)
-
-static int hash_file(int fd, char hex[SHA256_HEX_SIZE])
-{
-	unsigned char *buffer = malloc(HASH_BUFFER_SIZE);
-	if (buffer == NULL)
-		return -ENOMEM;
-	struct sha256 hash;
-	sha256_init(&hash);
-	off_t offset = 0;
-	int status = 0;
-	while (1) {
-		ssize_t n = pread(fd, buffer, HASH_BUFFER_SIZE, offset);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			status = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		sha256_update(&hash, buffer, (size_t)n);
-		offset += n;
-	}
-	free(buffer);
-	if (status == 0) {
-		unsigned char digest[SHA256_DIGEST_SIZE];
-		sha256_final(&hash, digest);
-		sha256_hex(digest, hex);
-	}
-	return status;
-}
 
 int reader_read(const char *path, bool want_hash, struct track *track, char *reason,
 		size_t reason_size)
@@ -95,6 +62,11 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 		status = 1;
 		goto cleanup;
 	}
+	if (raw.truncated[0] != '\0') {
+		snprintf(reason, reason_size, "truncated: %s", raw.truncated);
+		status = 1;
+		goto cleanup;
+	}
 	if (tags_supported(path)) {
 		status = tags_read(path, track, reason, reason_size);
 		if (status < 0)
@@ -102,9 +74,8 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 		if (status > 0)
 			goto cleanup;
 	}
-	track->album_artist = raw.album_artist;
-	raw.album_artist = NULL;
-	track->disc = raw.disc;
+	if (raw.duration_ms > 0)
+		track->duration_ms = raw.duration_ms;
 
 	if (want_hash) {
 		int hashed = hash_file(fd, track->sha256);
@@ -119,7 +90,6 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 	}
 
 cleanup:
-	rawtags_free(&raw);
 	close(fd);
 	if (status != 0)
 		track_free(track);

@@ -16,13 +16,18 @@ static int format_summary(const struct summary *s, bool json, char *out, size_t 
 {
 	const char *dry_run = json ? (s->dry_run ? "true" : "false")
 				   : (s->dry_run ? " (dry run: nothing written)" : "");
+	char unconfirmed[64] = "";
+	if (json || s->unconfirmed > 0)
+		snprintf(unconfirmed, sizeof(unconfirmed),
+			 json ? "%zu" : "; %zu writes unconfirmed", s->unconfirmed);
 	return checked(snprintf(out, size,
 				json ? "{\"added\":%zu,\"updated\":%zu,\"unchanged\":%zu,\"pruned\":%zu,"
-				       "\"skipped\":%zu,\"seconds\":%.3f,\"dry_run\":%s}"
+				       "\"skipped\":%zu,\"seconds\":%.3f,\"unconfirmed\":%s,"
+				       "\"dry_run\":%s}"
 				     : "%zu added, %zu updated, %zu unchanged, %zu pruned, %zu skipped "
-				       "in %.2f s%s",
+				       "in %.2f s%s%s",
 				s->added, s->updated, s->unchanged, s->pruned, s->skipped,
-				s->seconds, dry_run),
+				s->seconds, unconfirmed, dry_run),
 		       size);
 }
 

@@ -1,8 +1,9 @@
 /*
- * tags: a file's tags and audio properties through TagLib's C binding
- * (libtag_c): title, artist, album, genre, comment, year, track number,
- * duration, bitrate, sample rate, channels. tags_init must run once before
- * any thread reads; after that tags_read may run on many threads at once.
+ * tags: a file's tags and audio properties through TagLib (tags.cpp, C++):
+ * title, artist, album, album artist, genre, comment, year, track and disc
+ * numbers, duration in milliseconds, bitrate, sample rate, channels.
+ * tags_init must run once before any thread reads; after that tags_read may
+ * run on many threads at once.
  */
 #ifndef MUSICD_IMPORT_TAGS_H
 #define MUSICD_IMPORT_TAGS_H
@@ -12,7 +13,11 @@
 
 #include "document.h"
 
-/* Sets TagLib up for threads: UTF-8 strings, each freed by its reader. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sets TagLib up before reader threads start. */
 void tags_init(void);
 
 /* Whether TagLib has a reader for the format musicd serves under path's extension. */
@@ -24,5 +29,9 @@ bool tags_supported(const char *path);
  * no audio (reason set); -1 when out of memory.
  */
 int tags_read(const char *path, struct track *track, char *reason, size_t reason_size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

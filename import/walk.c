@@ -8,13 +8,14 @@
 
 #include "media/containment.h"
 #include "http/content_type.h"
-#include "escape.h"
 
+#include <bson/bson.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -117,7 +118,7 @@ static void take_symlink(struct walker *walker, const char *path)
 	struct stat st;
 	if (containment_find_root(walker->roots, walker->root_count, target) >= 0 &&
 	    walk_is_audio_name(target) && stat(target, &st) == 0 && S_ISREG(st.st_mode)) {
-		if (!escape_is_utf8(target, strlen(target)))
+		if (!bson_utf8_validate(target, strlen(target), false))
 			console_skip(walker->console, target, "name is not valid UTF-8");
 		else if (add_entry(walker, target, &st) < 0)
 			walker->failed = 1;
@@ -128,13 +129,40 @@ static void take_symlink(struct walker *walker, const char *path)
 static void walk_directory(struct walker *walker, int fd, char *path, size_t length,
 			   unsigned depth);
 
+/*
+ * A name whose path would be PATH_MAX bytes or more: no call can open it by
+ * name, so an audio file or a directory (with all it holds) is reported.
+ */
+static void take_too_long(struct walker *walker, int fd, const struct name *name,
+			  const char *path, size_t length)
+{
+	bool directory = name->type == DT_DIR;
+	struct stat st;
+	if (name->type == DT_UNKNOWN && fstatat(fd, name->text, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		directory = S_ISDIR(st.st_mode);
+	if (!directory && !walk_is_audio_name(name->text))
+		return;
+	char *full = malloc(length + 1 + strlen(name->text) + 1);
+	if (full == NULL) {
+		walker->failed = 1;
+		return;
+	}
+	sprintf(full, "%.*s/%s", (int)length, path, name->text);
+	console_skip(walker->console, full, "the path is %zu bytes, PATH_MAX (%d) or more%s",
+		     strlen(full), PATH_MAX,
+		     directory ? ": skipped with its contents" : ": it cannot be opened");
+	free(full);
+}
+
 /* One name in the directory open as fd; path[0..length) is that directory's path. */
 static void take_name(struct walker *walker, int fd, const struct name *name, char *path,
 		      size_t length, unsigned depth)
 {
 	size_t name_length = strlen(name->text);
-	if (length + 1 + name_length >= PATH_MAX)
+	if (length + 1 + name_length >= PATH_MAX) {
+		take_too_long(walker, fd, name, path, length);
 		return;
+	}
 	path[length] = '/';
 	memcpy(path + length + 1, name->text, name_length + 1);
 	size_t full = length + 1 + name_length;
@@ -152,7 +180,7 @@ static void take_name(struct walker *walker, int fd, const struct name *name, ch
 		goto done;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		if (!escape_is_utf8(path, full)) {
+		if (!bson_utf8_validate(path, full, false)) {
 			console_skip(walker->console, path,
 				     "directory name is not valid UTF-8; skipped with its contents");
 			goto done;
@@ -175,7 +203,7 @@ static void take_name(struct walker *walker, int fd, const struct name *name, ch
 	} else if (!walk_is_audio_name(name->text)) {
 		/* a file of another kind */
 	} else if (S_ISREG(st.st_mode)) {
-		if (!escape_is_utf8(path, full))
+		if (!bson_utf8_validate(path, full, false))
 			console_skip(walker->console, path, "name is not valid UTF-8");
 		else if (add_entry(walker, path, &st) < 0)
 			walker->failed = 1;
@@ -247,8 +275,11 @@ int walk_roots(const char *const *roots, size_t root_count, struct walk *out,
 		return -1;
 	for (size_t i = 0; i < root_count && !walker.failed; i++) {
 		size_t length = strlen(roots[i]);
-		if (length >= PATH_MAX)
+		if (length >= PATH_MAX) {
+			console_skip(console, roots[i], "the path is PATH_MAX (%d) bytes or more",
+				     PATH_MAX);
 			continue;
+		}
 		memcpy(path, roots[i], length + 1);
 		if (length == 1)
 			length = 0; /* the root directory: children are "/name" */

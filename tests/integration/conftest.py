@@ -11,7 +11,8 @@ Fixtures (session): mongo (the database server), mongo_client, media (generated 
 Fixtures (per test): db (a fresh database t_<hex>, dropped after), library (the test's media
 root + track documents), musicd (factory: musicd.start(...)), server (musicd started with the
 defaults), db_proxy (a TcpProxy in front of the session database, with the URI through it),
-restartable_db (a database the test may stop and start again).
+restartable_db (a database the test may stop and start again), importer (musicd-import pointed
+at db; with the session's sources, the audio files the import tests read: import_support.py).
 """
 
 import os
@@ -34,6 +35,7 @@ os.environ.setdefault("MONGOC_DISABLE_SHM", "1")
 
 import dbservers  # noqa: E402
 from frontends import FrontendFactory  # noqa: E402
+from import_support import Importer, Sources  # noqa: E402
 from media import Library, MediaFiles  # noqa: E402
 from musicd_process import MusicdFactory  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
@@ -76,6 +78,18 @@ def media(tmp_path_factory):
 @pytest.fixture
 def library(tmp_path, db, media):
     return Library(tmp_path / "media", db, media)
+
+
+@pytest.fixture(scope="session")
+def sources(tmp_path_factory):
+    """Tagged and untagged mp3s, Ogg Vorbis and FLAC made once (import_support.Sources)."""
+    return Sources(tmp_path_factory.mktemp("import-sources"))
+
+
+@pytest.fixture
+def importer(mongo, db):
+    """musicd-import pointed at the test's database (import_support.Importer)."""
+    return Importer(mongo, db)
 
 
 @pytest.fixture

@@ -4,19 +4,15 @@ limits, --dry-run, symbolic links, every kind of bad input (reported once, escap
 skipped), the exit statuses, progress only on a terminal, the summary and --json, the config file,
 and that musicd serves every track imported, byte for byte.
 
-MUSICD_IMPORT_BIN names the binary (default build/musicd-import, or build/asan/musicd-import when
-MUSICD_SANITIZED=1); a sanitizer report in its stderr fails the test.
+The binary, its output and the audio files made for these tests: import_support.py.
 """
 
-import datetime
 import json
 import os
-import pathlib
 import pty
 import re
 import select
 import shutil
-import struct
 import subprocess
 import time
 import urllib.parse
@@ -25,181 +21,15 @@ import bson
 import pymongo
 import pytest
 import requests
-from bson.raw_bson import RawBSONDocument
 
+from import_support import (IMPORT_BIN, NO_DAC_OVERRIDE, RUN_TIMEOUT, Sources,
+                            assert_skipped_once, id3v24_tag, import_env, mtime_ms, place,
+                            run_import)
 from media import sha256_file
-from support import REPO, SANITIZED, SANITIZER_ENV, free_port, sanitizer_errors, scaled
+from support import REPO, free_port, scaled
 
-_DEFAULT_BIN = REPO / "build" / ("asan" if SANITIZED else "") / "musicd-import"
-IMPORT_BIN = pathlib.Path(os.environ.get("MUSICD_IMPORT_BIN", _DEFAULT_BIN)).resolve()
-RUN_TIMEOUT = scaled(60)
-GEN_TIMEOUT = 60
-SUMMARY = re.compile(r"^(\d+) added, (\d+) updated, (\d+) unchanged, (\d+) pruned, (\d+) skipped "
-                     r"in \d+\.\d\d s( \(dry run: nothing written\))?$")
 OPTIONS = ["--config", "--mongodb-uri", "--database", "--collection", "--path-field", "--hash",
            "--prune", "--dry-run", "--jobs", "--json", "--print-urls", "--help", "--version"]
-
-
-# -- running musicd-import --------------------------------------------------------------------
-
-class Result:
-    def __init__(self, proc):
-        self.returncode = proc.returncode
-        self.stdout = proc.stdout.decode("utf-8", "surrogateescape")
-        self.stderr = proc.stderr.decode("utf-8", "surrogateescape")
-        self.lines = [line for line in self.stdout.splitlines() if line]
-
-    @property
-    def summary(self):
-        """The last stdout line: the JSON summary as a dict, or the text one parsed to one."""
-        last = self.lines[-1]
-        if last.startswith("{"):
-            return json.loads(last)
-        m = SUMMARY.match(last)
-        assert m, f"not a summary line: {last!r}"
-        names = ["added", "updated", "unchanged", "pruned", "skipped"]
-        return dict(zip(names, map(int, m.groups()[:5])), dry_run=m.group(6) is not None)
-
-    def __repr__(self):
-        return f"exit {self.returncode}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
-
-
-def import_env(extra=None):
-    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
-    if SANITIZED:
-        env.update(SANITIZER_ENV)
-    env.update(extra or {})
-    return env
-
-
-def run_import(args, env=None, prefix=(), check_sanitizer=True, cwd=None):
-    if not IMPORT_BIN.exists():
-        raise FileNotFoundError(f"{IMPORT_BIN} does not exist: run `make` (or set MUSICD_IMPORT_BIN)")
-    proc = subprocess.run(list(prefix) + [str(IMPORT_BIN)] + [os.fsdecode(a) for a in args],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=import_env(env), timeout=RUN_TIMEOUT, cwd=cwd)
-    result = Result(proc)
-    if check_sanitizer:
-        assert not sanitizer_errors(result.stderr), result
-    return result
-
-
-class Importer:
-    """musicd-import pointed at the test's database."""
-
-    def __init__(self, mongo, db):
-        self.mongo = mongo
-        self.db = db
-
-    def args(self, *extra):
-        return ["--mongodb-uri", self.mongo.uri, "--database", self.db.name] + list(extra)
-
-    def run(self, *args, **kw):
-        return run_import(self.args(*args), **kw)
-
-    def docs(self, collection=None):
-        coll = self.db.client[self.db.name][collection or "tracks"]
-        return {d["path"]: d for d in coll.find({}) if "path" in d}
-
-    def raw_docs(self):
-        """Every document of the collection as raw BSON bytes, in _id order."""
-        coll = self.db.client[self.db.name].get_collection(
-            "tracks", codec_options=self.db.client.codec_options.with_options(
-                document_class=RawBSONDocument))
-        return [d.raw for d in coll.find({}).sort("_id", 1)]
-
-
-@pytest.fixture
-def importer(mongo, db):
-    return Importer(mongo, db)
-
-
-# -- real audio files with known tags -----------------------------------------------------------
-
-def _run(cmd, env=None):
-    subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                   stderr=subprocess.PIPE, timeout=GEN_TIMEOUT, env=env)
-
-
-class Sources:
-    """Audio files made once per session: tagged and untagged mp3s, Ogg Vorbis, FLAC."""
-
-    ID3V2 = dict(title="Tïtle ✓ ünïcode", artist="Ärtist Ñame", album="Älbum 日本",
-                 album_artist="Álbum Ártist", genre="Jazz", year=2001, track=4, disc=2,
-                 comment="Cömment")
-    VORBIS = dict(title="Vörbis Title", artist="Ogg Ärtist", album="Ogg Album",
-                  album_artist="Ogg Album Artist", genre="Ambient", year=1999, track=7, disc=3,
-                  comment="ogg comment")
-
-    def __init__(self, directory):
-        self.dir = pathlib.Path(directory)
-        self.wav = self.dir / "tone.wav"
-        _run(["sox", "-q", "-n", "-r", "44100", "-c", "2", "-b", "16", str(self.wav),
-              "synth", "3", "sine", "440"])
-        t = self.ID3V2
-        utf8 = dict(os.environ, LC_ALL="C.UTF-8")
-        self.id3v2 = self._lame("id3v2.mp3", ["--add-id3v2", "--tt", t["title"], "--ta", t["artist"],
-                                              "--tl", t["album"], "--ty", str(t["year"]),
-                                              "--tn", f"{t['track']}/12", "--tg", t["genre"],
-                                              "--tc", t["comment"],
-                                              "--tv", f"TPE2={t['album_artist']}",
-                                              "--tv", f"TPOS={t['disc']}/3"], utf8)
-        self.id3v1 = self._lame("id3v1.mp3", ["--id3v1-only", "--tt", "Version One", "--ta",
-                                              "Old Artist", "--tl", "Old Album", "--ty", "1987",
-                                              "--tn", "9", "--tg", "Rock"], utf8)
-        self.plain = self._lame("plain.mp3", [], utf8)
-        v = self.VORBIS
-        meta = ["-metadata", f"title={v['title']}", "-metadata", f"artist={v['artist']}",
-                "-metadata", f"album={v['album']}", "-metadata", f"album_artist={v['album_artist']}",
-                "-metadata", f"genre={v['genre']}", "-metadata", f"date={v['year']}",
-                "-metadata", f"track={v['track']}", "-metadata", f"disc={v['disc']}",
-                "-metadata", f"comment={v['comment']}"]
-        self.ogg = self.dir / "vorbis.ogg"
-        _run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", str(self.wav), "-c:a",
-              "libvorbis"] + meta + [str(self.ogg)])
-        self.flac = self.dir / "lossless.flac"
-        _run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-i", str(self.wav)] + meta +
-             [str(self.flac)])
-
-    def _lame(self, name, tag_args, env):
-        path = self.dir / name
-        _run(["lame", "--quiet", "-b", "128"] + tag_args + [str(self.wav), str(path)], env=env)
-        return path
-
-
-@pytest.fixture(scope="session")
-def sources(tmp_path_factory):
-    return Sources(tmp_path_factory.mktemp("import-sources"))
-
-
-def place(source, dest):
-    dest = pathlib.Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, dest)
-    return dest
-
-
-def syncsafe(n):
-    return bytes([(n >> 21) & 127, (n >> 14) & 127, (n >> 7) & 127, n & 127])
-
-
-def id3v24_tag(frames):
-    """An ID3v2.4 tag of raw (id, payload) frames."""
-    body = b"".join(fid.encode() + syncsafe(len(p)) + b"\0\0" + p for fid, p in frames)
-    return b"ID3\x04\x00\x00" + syncsafe(len(body)) + body
-
-
-def mtime_ms(path):
-    ns = os.stat(path).st_mtime_ns
-    return datetime.datetime.fromtimestamp(ns // 1_000_000 / 1000, tz=datetime.timezone.utc) \
-        .replace(tzinfo=None)
-
-
-def assert_skipped_once(result, path, reason):
-    """stderr names path (escaped as musicd-import escapes it) once, with the reason."""
-    lines = [line for line in result.stderr.splitlines() if path in line]
-    assert len(lines) == 1, f"{path!r} should be reported once:\n{result.stderr}"
-    assert reason in lines[0], lines[0]
 
 
 # -- options, help, man page ----------------------------------------------------------------------
@@ -547,8 +377,6 @@ def test_a_link_into_another_given_directory_counts(importer, library, sources, 
 
 # -- bad input ---------------------------------------------------------------------------------
 
-NO_DAC_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] \
-    if os.geteuid() == 0 else []
 
 
 def test_unreadable_file_is_reported_counted_and_skipped(importer, library, sources):
@@ -596,6 +424,57 @@ def test_corrupt_flac_and_ogg_are_skipped(importer, library):
     result = importer.run(str(library.root))
     assert result.returncode == 1 and result.summary["skipped"] == 2, result
     assert importer.docs() == {}
+
+
+def deep_path(root, total):
+    """Directories of 200-byte names under root until a path of at least total bytes fits
+    (made through directory descriptors: the path itself is too long for the kernel)."""
+    left = total - len(os.fsencode(root)) - len("/track.mp3")  # for "/name" components
+    names = []
+    while left > 300:
+        names.append("d" * 200)
+        left -= 201
+    if left > 201:  # two names of 100 bytes or more, so neither is empty
+        names.append("d" * (left - 101))
+        left = 100
+    names.append("e" * (left - 1))
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in names:
+            os.mkdir(name, dir_fd=fd)
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return fd, os.path.join(str(root), *names)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@pytest.mark.parametrize("total,reported", [(4096, "file"), (4300, "directory")])
+def test_a_path_of_path_max_bytes_or_more_is_reported(importer, library, sources, total,
+                                                      reported):
+    """A file whose path is PATH_MAX (4096) bytes or more cannot be opened by name: it is
+    reported like any file that cannot be imported; a directory whose path is, once, with its
+    contents."""
+    place(sources.plain, library.root / "good.mp3")
+    fd, directory = deep_path(library.root, total)
+    try:
+        out = os.open("track.mp3", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(out, sources.plain.read_bytes())
+        os.close(out)
+    finally:
+        os.close(fd)
+    path = directory + "/track.mp3"
+    assert len(os.fsencode(path)) == total
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "PATH_MAX" in lines[0], result
+    shown = lines[0].removeprefix("musicd-import: ").split(": ")[0]
+    assert path.startswith(shown) and len(os.fsencode(shown)) >= 4096, lines[0]
+    assert (shown == path) == (reported == "file"), lines[0]
+    assert result.summary["skipped"] == 1 and result.summary["added"] == 1, result
 
 
 def test_file_name_that_is_not_utf8(importer, library, sources):
@@ -727,7 +606,7 @@ def test_json_summary(importer, library, sources):
     assert len(result.lines) == 1
     summary = json.loads(result.lines[0])
     assert set(summary) == {"added", "updated", "unchanged", "pruned", "skipped", "seconds",
-                            "dry_run"}
+                            "unconfirmed", "dry_run"}
     assert (summary["added"], summary["skipped"], summary["dry_run"]) == (1, 1, False)
     assert 0 <= summary["seconds"] < RUN_TIMEOUT
 
@@ -776,14 +655,46 @@ def test_print_urls_and_musicd_serves_every_imported_track(importer, library, so
     server = musicd.start()
     result = importer.run("--print-urls", server.url + "/", str(library.root))
     assert result.returncode == 0, result
-    urls = result.lines[:-1]
-    assert len(urls) == len(paths)
+    lines = result.lines[:-1]
+    assert len(lines) == len(paths)
     docs = importer.docs()
-    for url, path in zip(urls, sorted(paths, key=lambda p: os.fsencode(p))):
-        oid = str(docs[str(path)]["_id"])
-        assert url == f"{server.url}/musicdb/{oid}/{urllib.parse.quote(path.name, safe='')}"
+    for line, path in zip(lines, sorted(paths, key=lambda p: os.fsencode(p))):
+        doc = docs[str(path)]
+        url = f"{server.url}/musicdb/{doc['_id']}/{urllib.parse.quote(path.name, safe='')}"
+        assert line == f"{url}\t{doc.get('artist', '')}\t{doc.get('title', '')}"
         response = requests.get(url, timeout=scaled(10))
         assert response.status_code == 200, url
         assert response.content == path.read_bytes()
-    again = importer.run("--print-urls", server.url, str(library.root))
-    assert again.lines[:-1] == []  # URLs are printed for added tracks only
+
+
+def test_print_urls_lists_every_track_added_or_not(importer, library, sources):
+    """A re-run prints every track under the directories again, so a user can find what to
+    play; a file added since is among them, a file gone is not."""
+    kept = place(sources.id3v2, library.root / "kept.mp3")
+    gone = place(sources.id3v1, library.root / "gone.mp3")
+    first = importer.run("--print-urls", "http://music.example", str(library.root))
+    assert len(first.lines) == 3, first
+    gone.unlink()
+    new = place(sources.ogg, library.root / "new.ogg")
+    again = importer.run("--print-urls", "http://music.example", str(library.root))
+    assert again.returncode == 0, again
+    docs = importer.docs()
+    t, v = Sources.ID3V2, Sources.VORBIS
+    assert again.lines[:-1] == [
+        f"http://music.example/musicdb/{docs[str(kept)]['_id']}/kept.mp3\t{t['artist']}\t{t['title']}",
+        f"http://music.example/musicdb/{docs[str(new)]['_id']}/new.ogg\t{v['artist']}\t{v['title']}",
+    ]
+
+
+def test_a_rerun_says_how_many_files_are_gone(importer, library, sources):
+    paths = [place(sources.plain, library.root / f"{i}.mp3") for i in range(4)]
+    assert importer.run(str(library.root)).returncode == 0
+    for path in paths[:3]:
+        path.unlink()
+    result = importer.run(str(library.root))
+    assert result.returncode == 0, result
+    assert result.stderr == "musicd-import: 3 files gone: run with --prune to remove their " \
+        "documents\n", result
+    assert result.summary["pruned"] == 0 and len(importer.docs()) == 4
+    pruned = importer.run("--prune", str(library.root))
+    assert pruned.stderr == "" and pruned.summary["pruned"] == 3, pruned

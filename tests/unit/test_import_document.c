@@ -22,7 +22,7 @@ static const char *const full_json =
 	"\"title\" : \"T\xc3\xaftle\", \"artist\" : \"A\", \"album\" : \"B\", "
 	"\"album_artist\" : \"C\", \"genre\" : \"Jazz\", \"year\" : { \"$numberInt\" : \"2001\" }, "
 	"\"track\" : { \"$numberInt\" : \"4\" }, \"disc\" : { \"$numberInt\" : \"2\" }, "
-	"\"comment\" : \"c\", \"duration\" : { \"$numberInt\" : \"180\" }, "
+	"\"comment\" : \"c\", \"duration\" : { \"$numberDouble\" : \"180.5\" }, "
 	"\"bitrate\" : { \"$numberInt\" : \"128\" }, \"sample_rate\" : { \"$numberInt\" : "
 	"\"44100\" }, \"channels\" : { \"$numberInt\" : \"2\" }, \"size\" : { \"$numberLong\" : "
 	"\"5000000000\" }, \"mtime\" : { \"$date\" : { \"$numberLong\" : \"1700000000123\" } }, "
@@ -34,7 +34,7 @@ static struct track full_track(void)
 		.path = "/m/a.mp3", .size = 5000000000LL, .mtime_ms = 1700000000123LL,
 		.title = "T\xc3\xaftle", .artist = "A", .album = "B", .album_artist = "C",
 		.genre = "Jazz", .comment = "c", .year = 2001, .number = 4, .disc = 2,
-		.duration = 180, .bitrate = 128, .sample_rate = 44100, .channels = 2,
+		.duration_ms = 180500, .bitrate = 128, .sample_rate = 44100, .channels = 2,
 		.has_sha256 = true,
 	};
 	strcpy(track.sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -100,12 +100,12 @@ static void test_update_sets_what_is_present_and_unsets_what_is_not(void **state
 {
 	(void)state;
 	struct track track = {.path = "/m/d.mp3", .size = 3, .mtime_ms = 4, .title = "New",
-			      .duration = 60};
+			      .duration_ms = 2625};
 	bson_t update;
 	document_for_update(&track, "file.path", &update);
 	assert_json(&update,
 		    "{ \"$set\" : { \"file.path\" : \"/m/d.mp3\", \"title\" : \"New\", "
-		    "\"duration\" : { \"$numberInt\" : \"60\" }, \"size\" : { \"$numberLong\" : "
+		    "\"duration\" : { \"$numberDouble\" : \"2.625\" }, \"size\" : { \"$numberLong\" : "
 		    "\"3\" }, \"mtime\" : { \"$date\" : { \"$numberLong\" : \"4\" } } }, "
 		    "\"$unset\" : { \"artist\" : \"\", \"album\" : \"\", \"album_artist\" : \"\", "
 		    "\"genre\" : \"\", \"year\" : \"\", \"track\" : \"\", \"disc\" : \"\", "

@@ -1,9 +1,8 @@
 /*
- * Unit tests for import/escape.h: what counts as UTF-8 (RFC 3629: no
- * overlong forms, no surrogates, nothing past U+10FFFF, no NUL), and the
- * three escapers: the terminal keeps readable UTF-8 and shows every other
- * byte as \xNN, JSON escapes quotes, backslashes and controls, URLs keep
- * only unreserved characters.
+ * Unit tests for import/escape.h: the terminal escaper keeps readable UTF-8
+ * and shows every other byte as \xNN (RFC 3629's invalid forms: overlong,
+ * surrogates, past U+10FFFF, cut short), URLs keep only unreserved
+ * characters.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,32 +15,33 @@
 
 #include "escape.h"
 
-#define UTF8(text) escape_is_utf8(text, sizeof(text) - 1)
+/* What the terminal escaper makes of text (a string literal: NULs included). */
+#define SHOWN(text, expected)                                                                      \
+	do {                                                                                       \
+		char *out = escape_for_terminal(text, sizeof(text) - 1);                           \
+		assert_string_equal(out, expected);                                                \
+		free(out);                                                                         \
+	} while (0)
 
-static void test_ascii_and_multibyte_text_is_utf8(void **state)
+static void test_terminal_keeps_every_valid_sequence(void **state)
 {
 	(void)state;
-	assert_true(UTF8(""));
-	assert_true(UTF8("plain /path/a.mp3"));
-	assert_true(UTF8("Caf\xc3\xa9"));		  /* U+00E9 */
-	assert_true(UTF8("\xe6\x97\xa5\xe6\x9c\xac")); /* U+65E5 U+672C */
-	assert_true(UTF8("\xf0\x9f\x8e\xb5"));	  /* U+1F3B5 */
-	assert_true(UTF8("\xf4\x8f\xbf\xbf"));	  /* U+10FFFF, the last */
+	SHOWN("plain /path/a.mp3", "plain /path/a.mp3");
+	SHOWN("\xe6\x97\xa5\xe6\x9c\xac", "\xe6\x97\xa5\xe6\x9c\xac"); /* U+65E5 U+672C */
+	SHOWN("\xf0\x9f\x8e\xb5", "\xf0\x9f\x8e\xb5");			    /* U+1F3B5 */
+	SHOWN("\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf");			    /* U+10FFFF */
 }
 
-static void test_invalid_sequences_are_not_utf8(void **state)
+static void test_terminal_shows_each_byte_of_an_invalid_sequence(void **state)
 {
 	(void)state;
-	assert_false(UTF8("caf\xe9"));		 /* Latin-1 */
-	assert_false(UTF8("\xc3"));		 /* cut short */
-	assert_false(UTF8("\xc3\x28"));		 /* bad continuation */
-	assert_false(UTF8("\x80"));		 /* lone continuation */
-	assert_false(UTF8("\xc0\xaf"));		 /* overlong '/' */
-	assert_false(UTF8("\xe0\x80\xaf"));	 /* overlong '/' in three bytes */
-	assert_false(UTF8("\xed\xa0\x80"));	 /* U+D800, a surrogate */
-	assert_false(UTF8("\xf4\x90\x80\x80")); /* past U+10FFFF */
-	assert_false(UTF8("\xff\xfe"));
-	assert_false(escape_is_utf8("a\0b", 3)); /* NUL: BSON strings cannot hold it */
+	SHOWN("\xc3", "\\xc3");				  /* cut short */
+	SHOWN("\xc3\x28", "\\xc3(");			  /* bad continuation */
+	SHOWN("\x80", "\\x80");				  /* lone continuation */
+	SHOWN("\xc0\xaf", "\\xc0\\xaf");		  /* overlong '/' */
+	SHOWN("\xe0\x80\xaf", "\\xe0\\x80\\xaf");	  /* overlong '/' in three bytes */
+	SHOWN("\xed\xa0\x80", "\\xed\\xa0\\x80");	  /* U+D800, a surrogate */
+	SHOWN("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"); /* past U+10FFFF */
 }
 
 static void test_terminal_keeps_readable_utf8(void **state)
@@ -79,14 +79,6 @@ static void test_terminal_shows_an_embedded_nul(void **state)
 	free(out);
 }
 
-static void test_json_escapes_quotes_backslashes_and_controls(void **state)
-{
-	(void)state;
-	char *out = escape_for_json("say \"hi\"\\\n\t\x01 \xc3\xa9");
-	assert_string_equal(out, "say \\\"hi\\\"\\\\\\n\\t\\u0001 \xc3\xa9");
-	free(out);
-}
-
 static void test_url_keeps_unreserved_and_percent_encodes_the_rest(void **state)
 {
 	(void)state;
@@ -98,13 +90,12 @@ static void test_url_keeps_unreserved_and_percent_encodes_the_rest(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ascii_and_multibyte_text_is_utf8),
-		cmocka_unit_test(test_invalid_sequences_are_not_utf8),
+		cmocka_unit_test(test_terminal_keeps_every_valid_sequence),
+		cmocka_unit_test(test_terminal_shows_each_byte_of_an_invalid_sequence),
 		cmocka_unit_test(test_terminal_keeps_readable_utf8),
 		cmocka_unit_test(test_terminal_escapes_bytes_that_are_not_utf8_one_by_one),
 		cmocka_unit_test(test_terminal_escapes_controls_and_backslashes),
 		cmocka_unit_test(test_terminal_shows_an_embedded_nul),
-		cmocka_unit_test(test_json_escapes_quotes_backslashes_and_controls),
 		cmocka_unit_test(test_url_keeps_unreserved_and_percent_encodes_the_rest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,6 +120,38 @@ static void test_a_frame_cut_short(void **state)
 	assert_false(mpeg_stream_bytes(frame, 3, &bytes));
 }
 
+static void test_playing_samples_leave_out_the_encoders_delay_and_padding(void **state)
+{
+	(void)state;
+	make(mpeg1_stereo, 36, "Info", 3, 1000, "LAME3.100");
+	unsigned char *gapless = frame + 36 + 8 + 4 + 4 + 21; /* 576 and 756 samples */
+	gapless[0] = 0x24;
+	gapless[1] = 0x02;
+	gapless[2] = 0xF4;
+	uint64_t samples;
+	unsigned rate;
+	assert_true(mpeg_playing_samples(frame, sizeof(frame), &samples, &rate));
+	assert_int_equal(samples, 78 * 1152 - 576 - 756);
+	assert_int_equal(rate, 44100);
+	make(mpeg2_stereo, 21, "Xing", 1, 0, "Lavc59.37");
+	assert_true(mpeg_playing_samples(frame, sizeof(frame), &samples, &rate));
+	assert_int_equal(samples, 78 * 576);
+	assert_int_equal(rate, 22050);
+}
+
+static void test_playing_samples_need_a_frame_count_and_a_known_encoder(void **state)
+{
+	(void)state;
+	uint64_t samples;
+	unsigned rate;
+	make(mpeg1_stereo, 36, "Info", 2, 1000, "LAME3.100"); /* bytes, no frames */
+	assert_false(mpeg_playing_samples(frame, sizeof(frame), &samples, &rate));
+	make(mpeg1_stereo, 36, "Info", 3, 1000, "GOGO");
+	assert_false(mpeg_playing_samples(frame, sizeof(frame), &samples, &rate));
+	make(mpeg1_stereo, 36, "Info", 3, 1000, "LAME3.100");
+	assert_false(mpeg_playing_samples(frame, 36 + 8 + 4 + 4 + 21, &samples, &rate)); /* cut */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -129,6 +161,8 @@ int main(void)
 		cmocka_unit_test(test_fields_left_out_move_the_encoder_name),
 		cmocka_unit_test(test_other_encoders_counts_are_not_trusted),
 		cmocka_unit_test(test_a_frame_cut_short),
+		cmocka_unit_test(test_playing_samples_leave_out_the_encoders_delay_and_padding),
+		cmocka_unit_test(test_playing_samples_need_a_frame_count_and_a_known_encoder),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,6 +122,37 @@ static void test_a_document_without_size_or_mtime_is_rewritten(void **state)
 	assert_int_equal(plan_classify(&entry, 0, 0, false), PLAN_UPDATE);
 }
 
+static void test_a_duration_in_whole_seconds_is_read_again(void **state)
+{
+	(void)state;
+	struct known_entry entry = stored(100, 5000, false);
+	bson_t *doc = BCON_NEW("size", BCON_INT64(100), "duration", BCON_INT32(3));
+	assert_int_equal(known_take_document(&entry, doc), 0);
+	assert_true(entry.stale_duration);
+	assert_int_equal(plan_classify(&entry, 100, 5000, false), PLAN_UPDATE);
+	bson_destroy(doc);
+	doc = BCON_NEW("size", BCON_INT64(100), "duration", BCON_DOUBLE(2.613));
+	assert_int_equal(known_take_document(&entry, doc), 0);
+	assert_false(entry.stale_duration);
+	assert_int_equal(plan_classify(&entry, 100, 5000, false), PLAN_UNCHANGED);
+	bson_destroy(doc);
+}
+
+static void test_artist_and_title_are_kept_when_fetched(void **state)
+{
+	(void)state;
+	struct known known;
+	known_init(&known);
+	struct known_entry *entry = known_add(&known, "/m/a.mp3");
+	assert_non_null(entry);
+	bson_t *doc = BCON_NEW("artist", BCON_UTF8("Ärtist"), "title", BCON_INT32(7));
+	assert_int_equal(known_take_document(entry, doc), 0);
+	assert_string_equal(entry->artist, "Ärtist");
+	assert_null(entry->title); /* not a string: absent */
+	bson_destroy(doc);
+	known_free(&known);
+}
+
 static void test_prune_candidates_are_inside_a_root_and_not_seen(void **state)
 {
 	(void)state;
@@ -152,6 +183,8 @@ int main(void)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_hash_wanted_but_not_stored_is_a_change),
 		cmocka_unit_test(test_a_document_without_size_or_mtime_is_rewritten),
+		cmocka_unit_test(test_a_duration_in_whole_seconds_is_read_again),
+		cmocka_unit_test(test_artist_and_title_are_kept_when_fetched),
 		cmocka_unit_test(test_prune_candidates_are_inside_a_root_and_not_seen),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,7 +41,21 @@ static void test_json_summary(void **state)
 	char line[256];
 	assert_int_equal(summary_format_json(&example, line, sizeof(line)), 0);
 	assert_string_equal(line, "{\"added\":3,\"updated\":1,\"unchanged\":10,\"pruned\":2,"
-				  "\"skipped\":4,\"seconds\":0.425,\"dry_run\":false}");
+				  "\"skipped\":4,\"seconds\":0.425,\"unconfirmed\":0,\"dry_run\":false}");
+}
+
+static void test_unconfirmed_writes_are_said_in_both_forms(void **state)
+{
+	(void)state;
+	struct summary failed = example;
+	failed.unconfirmed = 4000;
+	char line[256];
+	assert_int_equal(summary_format_text(&failed, line, sizeof(line)), 0);
+	assert_string_equal(line, "3 added, 1 updated, 10 unchanged, 2 pruned, 4 skipped in 0.42 s; "
+				  "4000 writes unconfirmed");
+	assert_int_equal(summary_format_json(&failed, line, sizeof(line)), 0);
+	assert_string_equal(line, "{\"added\":3,\"updated\":1,\"unchanged\":10,\"pruned\":2,"
+				  "\"skipped\":4,\"seconds\":0.425,\"unconfirmed\":4000,\"dry_run\":false}");
 }
 
 static void test_progress_line(void **state)
@@ -69,6 +83,7 @@ int main(void)
 		cmocka_unit_test(test_text_summary),
 		cmocka_unit_test(test_text_summary_of_a_dry_run_says_so),
 		cmocka_unit_test(test_json_summary),
+		cmocka_unit_test(test_unconfirmed_writes_are_said_in_both_forms),
 		cmocka_unit_test(test_progress_line),
 		cmocka_unit_test(test_short_buffers_are_refused),
 	};
