@@ -20,10 +20,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <event2/bufferevent_struct.h>
+#include <sys/uio.h>
+
 #include "base/clock.h"
 #include "base/log.h"
 
+/* The most one read takes from the socket (libevent's evbuffer_read takes 4096). */
+#define READ_MAX (16 * 1024)
+
 static void set_up_connection(struct connection *connection);
+static int take_over_reading(struct connection *connection);
+static void on_readable(evutil_socket_t fd, short what, void *arg);
 
 /* --- Connections --- */
 
@@ -55,9 +64,18 @@ static int remember_connection(struct exchange_server *server, struct connection
 	return 0;
 }
 
+static void stop_reading(struct connection *connection)
+{
+	if (connection->reader != NULL) {
+		event_free(connection->reader);
+		connection->reader = NULL;
+	}
+}
+
 static void connection_free(struct connection *connection)
 {
 	struct exchange_server *server = connection->server;
+	stop_reading(connection);
 	if (connection->input_watch != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_input(connection->bev),
 					 connection->input_watch);
@@ -111,7 +129,14 @@ void connection_head_begins(struct connection *connection)
 void connection_linger_after(struct exchange_server *server, struct bufferevent *bev)
 {
 	evutil_socket_t fd = bufferevent_getfd(bev);
-	if (fd < 0 || bufferevent_setfd(bev, -1) < 0)
+	if (fd < 0)
+		return;
+	/* The lingering close reads the socket from here: the connection's reader stops first. */
+	struct connection *connection =
+		(size_t)fd < server->by_fd_size ? server->by_fd[fd] : NULL;
+	if (connection != NULL && connection->bev == bev)
+		stop_reading(connection);
+	if (bufferevent_setfd(bev, -1) < 0)
 		return; /* evhttp's close stands */
 	atomic_fetch_add(server->settings->open_connections, 1);
 	linger_close(&server->lingering, fd);
@@ -341,20 +366,32 @@ static void scan_new_bytes(struct connection *connection, struct evbuffer *input
 		uint64_t start = connection->message_start;
 		truncate_input(connection, input, start > input_start ? (size_t)(start - input_start) : 0);
 		connection->fed = input_start + evbuffer_get_length(input);
+		/* Nothing after a refusal is read: the socket waits for the lingering close. */
+		stop_reading(connection);
 		connection_schedule_refusal(connection);
 	}
 }
+
+static void resume_reading(struct connection *connection);
 
 /* Every change of the input: new bytes are scanned before evhttp's read callback sees them. */
 static void on_input_changed(struct evbuffer *input, const struct evbuffer_cb_info *info,
 			     void *arg)
 {
 	struct connection *connection = arg;
-	if (info->n_added == 0 || connection->editing_input)
+	if (connection->editing_input)
 		return;
+	if (info->n_added == 0) {
+		/* Drained (evhttp parsed, or the scan dropped): a paused reader reads on. */
+		if (connection->reader_paused &&
+		    evbuffer_get_length(input) < connection->input_limit / 2)
+			resume_reading(connection);
+		return;
+	}
 	size_t from = evbuffer_get_length(input) - info->n_added;
 	if (connection->scan.refusal != 0) {
 		truncate_input(connection, input, from); /* nothing after a refusal is read */
+		stop_reading(connection);
 		return;
 	}
 	scan_new_bytes(connection, input, from);
@@ -421,7 +458,7 @@ static void set_up_connection(struct connection *connection)
 	}
 	/*
 	 * Every byte read from here on goes through the scan before evhttp's read
-	 * callback sees it; and the input is bounded whoever reads it, evhttp's
+	 * callback sees it; and the input is bounded whoever answers, evhttp's
 	 * own answers included (evhttp_write_buffer reads on with no read
 	 * callback while it writes one): a head and a body at most.
 	 */
@@ -436,11 +473,171 @@ static void set_up_connection(struct connection *connection)
 		evhttp_connection_free(evcon);
 		return;
 	}
-	bufferevent_setwatermark(bev, EV_READ, 0, config->max_header_size + MAX_BODY_SIZE);
+	connection->input_limit = config->max_header_size + MAX_BODY_SIZE;
+	if (take_over_reading(connection) < 0) {
+		log_error("out of memory for a connection; closing it");
+		evhttp_connection_free(evcon);
+		return;
+	}
 	/* The first head's deadline runs from the connection's start. */
 	connection_head_begins(connection);
 	if (server->draining)
 		server_start_last_call(connection); /* taken from the backlog of a closing listener */
+	/*
+	 * A client sends its request as soon as it is connected, so it is most
+	 * likely here already: read it now rather than after another epoll_wait.
+	 * (Last: the read may answer it, or end the connection.)
+	 */
+	on_readable(connection->fd, EV_READ, connection);
+}
+
+/* --- Reading the socket (for evhttp, and into the scan) --- */
+
+/*
+ * musicd reads each connection's socket itself, with one persistent read
+ * event registered for the connection's life, instead of the bufferevent's:
+ * libevent 2.1.12's bufferevent_readcb asks ioctl(FIONREAD) before every
+ * read (evbuffer_read), and evhttp disables and enables reading around every
+ * request (evhttp_handle_request, evhttp_start_read_), an epoll_ctl each
+ * time. The bytes go where the bufferevent would put them, its input, and
+ * then, when evhttp is reading (the bufferevent's EV_READ enabled), to
+ * evhttp's read callback as bufferevent_readcb would (bufferevent_trigger).
+ * While evhttp is not reading (an answer in progress, a lookup awaited) the
+ * socket is still read, into the input: pipelined requests wait there, an
+ * RST ends the connection at once, and a FIN only ends the client's requests.
+ * The input never holds more than input_limit (a head and a body): past it
+ * the reader pauses until the input drains.
+ *
+ * The bufferevent's own read event is kept, made a timer on the same
+ * descriptor with no interest in reading (event_assign without EV_READ):
+ * bufferevent_getfd and its close-on-free still find the descriptor there
+ * (be_socket_ctrl, be_socket_destruct), evhttp's enable and disable of
+ * reading add and remove only its timeout (be_socket_enable), and the
+ * timeout (evhttp's idle keep-alive timeout) comes to on_read_timeout, which
+ * reports it as bufferevent_readcb does. bufferevent_setfd (the lingering
+ * close) assigns libevent's own read event back, with the descriptor gone.
+ */
+
+/*
+ * Whether evhttp is reading a request: its reading enabled, and no request
+ * handed to musicd. From the handing over until the request is freed evhttp
+ * is "writing" (EVCON_WRITING), and its read callback, still set while an
+ * answer is awaited, aborts the process if called (evhttp_read_cb's illegal
+ * state); its own answers (evhttp_write_buffer) enable reading with no read
+ * callback, so nothing is triggered then either.
+ */
+static int evhttp_reads(const struct connection *connection)
+{
+	return connection->current == NULL &&
+	       (bufferevent_get_enabled(connection->bev) & EV_READ) != 0;
+}
+
+/* The read timeout's new start: bufferevent_readcb's read event restarts it on every read. */
+static void restart_read_timeout(const struct connection *connection)
+{
+	struct bufferevent *bev = connection->bev;
+	if (evhttp_reads(connection) && evutil_timerisset(&bev->timeout_read))
+		event_add(&bev->ev_read, &bev->timeout_read);
+}
+
+/* The read end of the socket failed (what): told to evhttp if it reads, else the connection ends. */
+static void read_failed(struct connection *connection, short what)
+{
+	struct bufferevent *bev = connection->bev;
+	if (evhttp_reads(connection)) {
+		/* As bufferevent_readcb's error path: reading off, then the event callback. */
+		bufferevent_disable(bev, EV_READ);
+		bufferevent_trigger_event(bev, BEV_EVENT_READING | what, 0);
+		return;
+	}
+	if (what & BEV_EVENT_EOF) {
+		/* A FIN ends the client's requests, not its answers: they still go out in full. */
+		connection->peer_closed = 1;
+		stop_reading(connection);
+		return;
+	}
+	log_debug("client left while its request was pending (%s); closing the connection",
+		  strerror(errno));
+	/* Runs on_connection_freed, which ends the request side. */
+	evhttp_connection_free(connection->evcon);
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct connection *connection = arg;
+	struct bufferevent *bev = connection->bev;
+	struct evbuffer *input = bufferevent_get_input(bev);
+	(void)what;
+	size_t held = evbuffer_get_length(input);
+	if (held >= connection->input_limit) {
+		event_del(connection->reader);
+		connection->reader_paused = 1;
+		return;
+	}
+	size_t room = connection->input_limit - held;
+	struct evbuffer_iovec space[2];
+	/* bufferevent_socket_new froze the input's end; its reads unfreeze it around each, as here. */
+	evbuffer_unfreeze(input, 0);
+	int pieces = evbuffer_reserve_space(input, (ev_ssize_t)(room < READ_MAX ? room : READ_MAX),
+					    space, 2);
+	ssize_t got = pieces > 0 ? readv(fd, (struct iovec *)space, pieces) : -1;
+	int error_number = errno;
+	if (got > 0) {
+		size_t left = (size_t)got;
+		for (int i = 0; i < pieces; i++) {
+			space[i].iov_len = left < space[i].iov_len ? left : space[i].iov_len;
+			left -= space[i].iov_len;
+		}
+		evbuffer_commit_space(input, space, pieces); /* the scan runs here (on_input_changed) */
+	}
+	evbuffer_freeze(input, 0);
+	if (got > 0) {
+		if (evhttp_reads(connection)) {
+			restart_read_timeout(connection);
+			bufferevent_trigger(bev, EV_READ, 0); /* evhttp_read_cb, as bufferevent_readcb */
+		}
+		return;
+	}
+	if (got < 0 && pieces > 0 &&
+	    (error_number == EAGAIN || error_number == EWOULDBLOCK || error_number == EINTR))
+		return;
+	errno = error_number;
+	read_failed(connection, got == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR);
+}
+
+static void resume_reading(struct connection *connection)
+{
+	connection->reader_paused = 0;
+	if (connection->reader != NULL)
+		event_add(connection->reader, NULL);
+}
+
+/* The bufferevent's read timeout passed with nothing read: bufferevent_readcb's EV_TIMEOUT path. */
+static void on_read_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct bufferevent *bev = arg;
+	(void)fd;
+	(void)what;
+	bufferevent_disable(bev, EV_READ);
+	bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, 0);
+}
+
+/* Takes reading over from the bufferevent (see above); -1 if out of memory. */
+static int take_over_reading(struct connection *connection)
+{
+	struct bufferevent *bev = connection->bev;
+	struct event_base *base = connection->server->base;
+	connection->reader = event_new(base, connection->fd, EV_READ | EV_PERSIST, on_readable,
+				       connection);
+	if (connection->reader == NULL || event_add(connection->reader, NULL) < 0)
+		return -1;
+	short enabled = bufferevent_get_enabled(bev);
+	event_del(&bev->ev_read);
+	event_assign(&bev->ev_read, base, connection->fd, EV_PERSIST | EV_FINALIZE, on_read_timeout,
+		     bev);
+	if (enabled & EV_READ)
+		restart_read_timeout(connection);
+	return 0;
 }
 
 static void on_head_deadline(struct connection *connection)

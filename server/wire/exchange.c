@@ -226,7 +226,13 @@ static void on_complete(struct evhttp_request *req, void *arg)
 	count_request(exchange, exchange->status, exchange->body_length);
 	log_access(exchange, evcon, exchange->status, exchange->body_length);
 	bufferevent_set_timeouts(bev, &server->keepalive_timeout, &server->keepalive_timeout);
-	int closes = exchange->closes || exchange->close_after;
+	/*
+	 * A client that sent its FIN (connection.c's reader saw it while evhttp did
+	 * not read) has no request left once its input is empty: this answer ends it.
+	 */
+	int done_sending = connection != NULL && connection->peer_closed &&
+			   evbuffer_get_length(bufferevent_get_input(bev)) == 0;
+	int closes = exchange->closes || exchange->close_after || done_sending;
 	if (closes) {
 		/*
 		 * evhttp_is_request_connection_close ignores "Connection: close"
@@ -461,11 +467,13 @@ static struct bufferevent *queue_head(struct exchange *exchange, struct response
 
 /*
  * As evhttp_write_buffer does for its own replies (no read callback, its
- * write and error callbacks), but with reading off: a client's FIN or bytes
- * it sends meanwhile wait until the answer is written, so neither cuts the
- * answer short nor grows the input. A client that left is seen by a failed
- * write, or by the send timeout. write_done is evhttp's write callback, or
- * NULL while a body is still streaming.
+ * write and error callbacks), but with evhttp's reading off: the
+ * connection's reader (connection.c) reads on meanwhile, into the bounded
+ * input, so a client's FIN only marks its requests ended and its bytes wait
+ * there, neither cutting the answer short nor growing the input past a head
+ * and a body; an RST ends the connection at once. A client that left quietly
+ * is seen by a failed write, or by the send timeout. write_done is evhttp's
+ * write callback, or NULL while a body is still streaming.
  */
 static void write_only(struct exchange *exchange, struct bufferevent *bev,
 		       bufferevent_data_cb write_done)

@@ -59,7 +59,10 @@ struct connection {
 	unsigned handed;		       /* requests evhttp handed over */
 	int refusal_answered;		       /* the scan's refusal has gone out */
 	struct exchange *current;	       /* the exchange being answered, or NULL */
-	int peer_closed;		       /* the client's FIN arrived while a request waited */
+	struct event *reader;		       /* reads the socket for evhttp (connection.c) */
+	int reader_paused;		       /* the input is full: nothing read until it drains */
+	size_t input_limit;		       /* the most the input holds: a head and a body */
+	int peer_closed;		       /* the client's FIN arrived while evhttp was not reading */
 	int counted;			       /* holds a place under --max-connections */
 	struct event *last_call;	       /* draining: the wait for a request on its way */
 };
@@ -106,7 +109,6 @@ struct exchange {
 	char *origin_target; /* an absolute-form target's path and query; NULL: none */
 
 	/* While waiting for work finishing elsewhere (exchange_wait). */
-	struct event *client_watch; /* reads the socket: an RST, a hang-up, the FIN */
 	struct event *deadline;
 	struct event *delivery;	    /* activated by whoever does the work; made once, reused */
 	wire_wait_cb on_deadline;
