@@ -108,3 +108,14 @@ def test_field_names_that_need_quoting_are_matched_by_the_handler(ferretdb):
                                  {"k": 2, "a-b c": ObjectId(), "c": {"d": ObjectId()}}])
     assert [d["k"] for d in ferretdb.things.find({"a-b c": wanted})] == [1]
     assert [d["k"] for d in ferretdb.things.find({"c.d": wanted})] == [1]
+
+
+def test_number_bounds_match_every_numeric_type_and_arrays_holding_one(ferretdb):
+    ferretdb.things.insert_many([{"k": "int", "n": 2}, {"k": "long", "n": 2 ** 40},
+                                 {"k": "double", "n": 2.5}, {"k": "low", "n": 0},
+                                 {"k": "array", "n": [0, 3]}, {"k": "string", "n": "2"},
+                                 {"k": "missing"}])
+    found = sorted(d["k"] for d in ferretdb.things.find({"n": {"$gte": 1, "$lte": 2 ** 41}}))
+    assert found == ["array", "double", "int", "long"]
+    found = sorted(d["k"] for d in ferretdb.things.find({"n": {"$gt": 2, "$lt": 3.0}}))
+    assert found == ["array", "double"]
