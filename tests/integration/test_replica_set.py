@@ -25,6 +25,7 @@ from steady_load import RANGE_BYTES, SteadyLoad, summary
 from support import scaled, wait_until
 
 LOOKUP_TIMEOUT_MS = 1500
+DEFAULT_HEARTBEAT_MS = 10000  # libmongoc's heartbeatFrequencyMS when the URI does not set it
 TRACKS = 12
 ELECTION_SECONDS = 3.0       # no primary: longer than the lookup deadline, so lookups see it
 SLACK = 1.0                  # scheduling on a shared machine (scaled)
@@ -86,11 +87,16 @@ def get(server, path, **headers):
 
 # -- stepdown and election ----------------------------------------------------------------------
 
+@pytest.mark.parametrize("heartbeat_ms", [HEARTBEAT_MS, None], ids=["heartbeat-500ms",
+                                                                     "heartbeat-default"])
 def test_stepdown_is_503_with_retry_after_for_the_election_window_then_200_without_restart(
-        musicd, tracks, replica_set):
-    server = start_musicd(musicd, replica_set.uri(readPreference="primary"))
+        musicd, tracks, replica_set, heartbeat_ms):
+    options = {"readPreference": "primary"}
+    if heartbeat_ms is None:
+        options["heartbeatFrequencyMS"] = DEFAULT_HEARTBEAT_MS
+    server = start_musicd(musicd, replica_set.uri(**options))
     pid = server.pid
-    heartbeat = HEARTBEAT_MS / 1000
+    heartbeat = (heartbeat_ms or DEFAULT_HEARTBEAT_MS) / 1000
     with load_of(server, tracks) as load:
         load.wait_for_answers(30)
         stepped_down = time.monotonic()
@@ -98,7 +104,7 @@ def test_stepdown_is_503_with_retry_after_for_the_election_window_then_200_witho
         time.sleep(ELECTION_SECONDS)
         replica_set.elect("b")
         elected = time.monotonic()
-        time.sleep(heartbeat + scaled(SLACK) + 2.0)
+        time.sleep(heartbeat + scaled(SLACK) + 1.0)
     answers = load.snapshot()
     assert_answers_sound(answers)
     failed = [a for a in answers if a.status == 503]
