@@ -26,6 +26,9 @@ from support import scaled, wait_until
 
 LOOKUP_TIMEOUT_MS = 1500
 DEFAULT_HEARTBEAT_MS = 10000  # libmongoc's heartbeatFrequencyMS when the URI does not set it
+# Both secondaries within the driver's latency window however slow the machine makes one of
+# them (15 ms by default), so only maxStalenessSeconds tells them apart.
+LATENCY_WINDOW_MS = 10000
 TRACKS = 12
 ELECTION_SECONDS = 3.0       # no primary: longer than the lookup deadline, so lookups see it
 SLACK = 1.0                  # scheduling on a shared machine (scaled)
@@ -380,7 +383,8 @@ def test_max_staleness_in_the_uri_keeps_reads_off_a_stale_secondary(musicd, trac
                                                                     replica_set):
     replica_set["c"].lag_seconds = 600
     server = start_musicd(musicd, replica_set.uri(readPreference="secondary",
-                                                  maxStalenessSeconds=90))
+                                                  maxStalenessSeconds=90,
+                                                  localThresholdMS=LATENCY_WINDOW_MS))
     with load_of(server, tracks) as load:
         load.wait_for_answers(3 * TRACKS)
     assert_all_served(load.snapshot())
@@ -391,7 +395,8 @@ def test_max_staleness_in_the_uri_keeps_reads_off_a_stale_secondary(musicd, trac
 def test_without_max_staleness_both_secondaries_are_read(musicd, tracks, replica_set):
     """The control of the test above: the stale member is read when nothing rules it out."""
     replica_set["c"].lag_seconds = 600
-    server = start_musicd(musicd, replica_set.uri(readPreference="secondary"))
+    server = start_musicd(musicd, replica_set.uri(readPreference="secondary",
+                                                  localThresholdMS=LATENCY_WINDOW_MS))
     with load_of(server, tracks) as load:
         load.wait_for_answers(6 * TRACKS)
     assert_all_served(load.snapshot())
