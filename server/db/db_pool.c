@@ -5,8 +5,9 @@
  *
  * The URI's timeouts default to the lookup deadline (libmongoc's own defaults
  * are 30 s server selection, 5 min socket), and retryReads defaults to off
- * because a retry doubles the wait; find_track retries a quick connection
- * error itself, if time remains.
+ * because the driver's retry does not know the deadline: find_track and
+ * gridfs_read retry a read that fails with a retryable error (read_retry.h)
+ * themselves, once, if half the deadline is left.
  */
 #include "db/db_pool.h"
 
@@ -131,6 +132,7 @@ static void *pool_thread(void *arg)
 		.gridfs_bucket = pool->gridfs_bucket,
 		.metrics = metrics_lookup_thread(pool->metrics, atomic_fetch_add(&pool->next_shard, 1)),
 		.all_metrics = pool->metrics,
+		.timeout_ms = pool->timeout_ms,
 	};
 	struct db_job *job;
 	while ((job = take_job(pool)) != NULL) {

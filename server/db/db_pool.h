@@ -35,6 +35,7 @@ struct db_thread {
 	const char *gridfs_bucket;
 	struct metrics_lookup_thread *metrics; /* this thread's shard; NULL: none */
 	struct metrics *all_metrics;	       /* for the database-up gauge; NULL: none */
+	unsigned timeout_ms; /* --lookup-timeout: what a retry measures the time left against */
 };
 
 /* Runs on a pool thread; sets job->status (and detail). Never touches the HTTP request. */

@@ -1,7 +1,9 @@
 /*
  * find_track: one find round trip (two for a file in GridFS whose entry is a
- * separate fs.files document), a quick retry of a stale pooled socket, and
- * the primary asked once more for a track not found elsewhere.
+ * separate fs.files document), one retry after a retryable error while half
+ * the deadline is left (read_retry.h: a broken connection, a stepdown's "not
+ * primary"), and the primary asked once more for a track (or its GridFS
+ * entry) not found elsewhere.
  */
 #include "db/find_track.h"
 
@@ -17,15 +19,10 @@
 #include "base/log.h"
 #include "db/gridfs_store.h"
 #include "db/lookup_monitor.h"
+#include "db/read_retry.h"
 
 /* An id no document has: probes make the same round trip as real lookups. */
 #define PROBE_OBJECTID "000000000000000000000000"
-
-static int is_unavailable(const bson_error_t *error)
-{
-	return error->domain == MONGOC_ERROR_SERVER_SELECTION ||
-	       error->domain == MONGOC_ERROR_STREAM;
-}
 
 static int documents_are_files(const struct config *config)
 {
@@ -56,7 +53,7 @@ static void read_etag(struct track_lookup *lookup, const bson_t *document)
 
 /* The document has no path: its file is in GridFS if the GridFS field holds an ObjectId. */
 static void find_gridfs_file(struct track_lookup *lookup, const struct db_thread *thread,
-			     const bson_t *document)
+			     const mongoc_read_prefs_t *read_prefs, const bson_t *document)
 {
 	const struct config *config = lookup->config;
 	struct db_job *job = &lookup->job;
@@ -83,7 +80,8 @@ static void find_gridfs_file(struct track_lookup *lookup, const struct db_thread
 	else
 		status = gridfs_store_find_file(thread->client, thread->database,
 						thread->gridfs_bucket, bson_iter_oid(&iter),
-						lookup->gridfs, job->detail, sizeof(job->detail));
+						read_prefs, lookup->gridfs, job->detail,
+						sizeof(job->detail));
 	/* An entry missing or malformed leaves the document without a file to serve: 404. */
 	job->status = status == LOOKUP_FOUND	  ? LOOKUP_GRIDFS
 		      : status == LOOKUP_BAD_DATA ? LOOKUP_NO_PATH
@@ -96,7 +94,7 @@ static void find_gridfs_file(struct track_lookup *lookup, const struct db_thread
 
 /* Fills the status, path (or gridfs), etag and detail from a found document. */
 static void read_document(struct track_lookup *lookup, const struct db_thread *thread,
-			  const bson_t *document)
+			  const mongoc_read_prefs_t *read_prefs, const bson_t *document)
 {
 	const char *field = lookup->config->path_field;
 	struct db_job *job = &lookup->job;
@@ -115,7 +113,7 @@ static void read_document(struct track_lookup *lookup, const struct db_thread *t
 		}
 		read_etag(lookup, document);
 	} else if (!has_path) {
-		find_gridfs_file(lookup, thread, document);
+		find_gridfs_file(lookup, thread, read_prefs, document);
 	} else {
 		job->status = LOOKUP_NO_PATH;
 		snprintf(job->detail, sizeof(job->detail),
@@ -136,9 +134,10 @@ static void forget_result(struct track_lookup *lookup)
 
 /*
  * One find round trip with read_prefs (NULL: the collection's, i.e. the URI's),
- * two for a file in GridFS; fills the result. Returns the bson error domain.
+ * two for a file in GridFS; fills the result. Returns whether it failed with
+ * an error worth a retry (read_retry.h).
  */
-static uint32_t find_once(struct track_lookup *lookup, const struct db_thread *thread,
+static bool find_once(struct track_lookup *lookup, const struct db_thread *thread,
 			  const mongoc_read_prefs_t *read_prefs)
 {
 	const struct config *config = lookup->config;
@@ -172,10 +171,12 @@ static uint32_t find_once(struct track_lookup *lookup, const struct db_thread *t
 	struct timespec sent = clock_now();
 	int found = mongoc_cursor_next(cursor, &document);
 	double seconds = clock_seconds_since(&sent);
+	enum read_failure failure = READ_FAILED;
 	if (found) {
-		read_document(lookup, thread, document);
+		read_document(lookup, thread, read_prefs, document);
 	} else if (mongoc_cursor_error(cursor, &error)) {
-		job->status = is_unavailable(&error) ? LOOKUP_UNAVAILABLE : LOOKUP_FAILED;
+		failure = read_retry_classify(error.domain, error.code);
+		job->status = failure == READ_FAILED ? LOOKUP_FAILED : LOOKUP_UNAVAILABLE;
 		snprintf(job->detail, sizeof(job->detail), "%.250s", error.message);
 	} else {
 		job->status = LOOKUP_NOT_FOUND;
@@ -190,7 +191,8 @@ static uint32_t find_once(struct track_lookup *lookup, const struct db_thread *t
 		metrics_set_database_up(thread->all_metrics, 0);
 	else if (job->status != LOOKUP_FAILED)
 		metrics_set_database_up(thread->all_metrics, 1);
-	return error.domain;
+	/* A GridFS entry's find that failed is retried as the document's would be. */
+	return failure == READ_RETRYABLE || (found && job->status == LOOKUP_UNAVAILABLE);
 }
 
 static bool reads_primary(const mongoc_collection_t *collection)
@@ -204,15 +206,15 @@ static void run_lookup(struct db_job *job, const struct db_thread *thread)
 {
 	struct track_lookup *lookup = (struct track_lookup *)job;
 	unsigned timeout_ms = lookup->config->lookup_timeout_ms;
-	uint32_t domain = find_once(lookup, thread, NULL);
-	/* A stale pooled socket fails fast; one more try if most of the time is left. */
-	if (domain == MONGOC_ERROR_STREAM && clock_ms_until(&job->deadline) > (long)timeout_ms / 2) {
+	if (find_once(lookup, thread, NULL) &&
+	    read_retry_fits(clock_ms_until(&job->deadline), timeout_ms)) {
 		log_debug("lookup %s: retrying after: %s", lookup->mid, job->detail);
 		forget_result(lookup);
 		find_once(lookup, thread, NULL);
 	}
-	if (job->status != LOOKUP_NOT_FOUND || lookup->kind != FIND_TRACK ||
-	    reads_primary(thread->tracks))
+	/* LOOKUP_NO_PATH: a GridFS entry missing on the member read is one too (find_gridfs_file). */
+	if ((job->status != LOOKUP_NOT_FOUND && job->status != LOOKUP_NO_PATH) ||
+	    lookup->kind != FIND_TRACK || reads_primary(thread->tracks))
 		return;
 	/* Not found on a member that may lag: the primary decides, before a 404 is answered or kept. */
 	if (clock_ms_until(&job->deadline) <= 0) {
@@ -221,9 +223,11 @@ static void run_lookup(struct db_job *job, const struct db_thread *thread)
 			 "deadline passed before the primary was asked");
 		return;
 	}
-	log_debug("lookup %s: not found reading %s: asking the primary", lookup->mid,
+	log_debug("lookup %s: %s reading %s: asking the primary", lookup->mid,
+		  lookup_status_describe(job->status),
 		  lookup_read_mode_name(
 			  mongoc_read_prefs_get_mode(mongoc_collection_get_read_prefs(thread->tracks))));
+	forget_result(lookup);
 	mongoc_read_prefs_t *primary = mongoc_read_prefs_new(MONGOC_READ_PRIMARY);
 	find_once(lookup, thread, primary);
 	mongoc_read_prefs_destroy(primary);

@@ -7,10 +7,13 @@
  *
  * Reads go where the URI's read preference sends them (readPreference,
  * maxStalenessSeconds, readPreferenceTags), with one exception: a track not
- * found on a member other than the primary is looked for on the primary
- * once more before it is believed, since a track inserted a moment ago may not
- * have reached the member read. Probes are not asked again: /healthz answers
- * for the members lookups read from.
+ * found (or whose GridFS entry is not found) on a member other than the
+ * primary is looked for on the primary once more before it is believed, since
+ * a track inserted a moment ago may not have reached the member read. Probes
+ * are not asked again: /healthz answers for the members lookups read from.
+ * A find that fails with a retryable error (read_retry.h) is tried once more
+ * while half the deadline is left, probes too; if that fails as well the
+ * lookup is LOOKUP_UNAVAILABLE (503), never LOOKUP_FAILED.
  *
  * The counters of lookups (musicd_lookups_in_flight, musicd_lookup_errors_total)
  * are kept here, on the worker that submits, by find_track_submit and

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "db/gridfs_store.h"
+#include "db/gridfs_read.h"
 #include "base/log.h"
 #include "base/lru.h"
 
@@ -169,9 +169,7 @@ static void fill_run(struct db_job *job, const struct db_thread *thread)
 	for (uint64_t position = 0; position < fill->file.length && job->status == LOOKUP_FOUND;) {
 		struct gridfs_span span = gridfs_span_next(&fill->file, position,
 							   fill->file.length - 1, FILL_STEP);
-		job->status = gridfs_store_read(thread->client, thread->database,
-					       thread->gridfs_bucket, &fill->file, &span, data,
-					       job->detail, sizeof(job->detail));
+		gridfs_read_span(job, thread, &fill->file, &span, data);
 		while (job->status == LOOKUP_FOUND && evbuffer_get_length(data) > 0) {
 			if (evbuffer_write(data, fd) < 0) {
 				job->status = LOOKUP_FAILED;

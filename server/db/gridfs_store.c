@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "db/read_retry.h"
+
 /* "<bucket>.chunks" must fit; longer bucket names are refused at the find. */
 #define COLLECTION_NAME_MAX 256
 
@@ -21,12 +23,11 @@ static int collection_name(char *out, const char *bucket, const char *suffix)
 	return written > 0 && written < COLLECTION_NAME_MAX ? 0 : -1;
 }
 
+/* A retryable error (a stepdown, a broken connection) is a 503 too, never a 500. */
 static enum lookup_status cursor_status(const bson_error_t *error)
 {
-	return error->domain == MONGOC_ERROR_SERVER_SELECTION ||
-			       error->domain == MONGOC_ERROR_STREAM
-		       ? LOOKUP_UNAVAILABLE
-		       : LOOKUP_FAILED;
+	return read_retry_classify(error->domain, error->code) == READ_FAILED ? LOOKUP_FAILED
+									       : LOOKUP_UNAVAILABLE;
 }
 
 /* An integer field stored as int32, int64 or an integral double; -1 when it is none. */
@@ -109,6 +110,7 @@ enum lookup_status gridfs_store_parse_file(const bson_t *entry, struct gridfs_en
 
 enum lookup_status gridfs_store_find_file(mongoc_client_t *client, const char *database,
 					  const char *bucket, const bson_oid_t *id,
+					  const mongoc_read_prefs_t *read_prefs,
 					  struct gridfs_entry *file, char *detail, size_t detail_size)
 {
 	char name[COLLECTION_NAME_MAX];
@@ -126,7 +128,7 @@ enum lookup_status gridfs_store_find_file(mongoc_client_t *client, const char *d
 
 	mongoc_collection_t *collection = mongoc_client_get_collection(client, database, name);
 	mongoc_cursor_t *cursor =
-		mongoc_collection_find_with_opts(collection, &filter, &options, NULL);
+		mongoc_collection_find_with_opts(collection, &filter, &options, read_prefs);
 	const bson_t *entry;
 	bson_error_t error;
 	enum lookup_status status;
@@ -229,7 +231,8 @@ static int take_chunk(const bson_t *chunk, const struct gridfs_entry *file,
 
 enum lookup_status gridfs_store_read(mongoc_client_t *client, const char *database,
 				     const char *bucket, const struct gridfs_entry *file,
-				     const struct gridfs_span *span, struct evbuffer *out,
+				     const struct gridfs_span *span,
+				     const mongoc_read_prefs_t *read_prefs, struct evbuffer *out,
 				     char *detail, size_t detail_size)
 {
 	char name[COLLECTION_NAME_MAX];
@@ -257,7 +260,7 @@ enum lookup_status gridfs_store_read(mongoc_client_t *client, const char *databa
 	size_t before = evbuffer_get_length(out);
 	mongoc_collection_t *collection = mongoc_client_get_collection(client, database, name);
 	mongoc_cursor_t *cursor =
-		mongoc_collection_find_with_opts(collection, &filter, &options, NULL);
+		mongoc_collection_find_with_opts(collection, &filter, &options, read_prefs);
 	enum lookup_status status = LOOKUP_FOUND;
 	uint64_t expected = span->first_chunk;
 	const bson_t *chunk;

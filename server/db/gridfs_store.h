@@ -44,21 +44,25 @@ enum lookup_status gridfs_store_parse_file(const bson_t *entry, struct gridfs_en
 					   char *detail, size_t detail_size);
 
 /*
- * Finds bucket's fs.files entry id: LOOKUP_FOUND with file filled, or
- * another status with why in detail.
+ * Finds bucket's fs.files entry id, read with read_prefs (NULL: the URI's):
+ * LOOKUP_FOUND with file filled, or another status with why in detail. A
+ * failed read is LOOKUP_UNAVAILABLE (503) when read_retry.h would retry it.
  */
 enum lookup_status gridfs_store_find_file(mongoc_client_t *client, const char *database,
 					  const char *bucket, const bson_oid_t *id,
+					  const mongoc_read_prefs_t *read_prefs,
 					  struct gridfs_entry *file, char *detail, size_t detail_size);
 
 /*
  * Appends the bytes [span->first, span->last] of file to out, read from
- * span's chunks with one find sorted by n: LOOKUP_FOUND, or another
- * status (detail says why) with out left as it was.
+ * span's chunks with one find sorted by n, with read_prefs (NULL: the URI's):
+ * LOOKUP_FOUND, or another status (detail says why) with out left as it was.
+ * gridfs_read.h reads a span as a pool job does: with its retries.
  */
 enum lookup_status gridfs_store_read(mongoc_client_t *client, const char *database,
 				     const char *bucket, const struct gridfs_entry *file,
-				     const struct gridfs_span *span, struct evbuffer *out,
+				     const struct gridfs_span *span,
+				     const mongoc_read_prefs_t *read_prefs, struct evbuffer *out,
 				     char *detail, size_t detail_size);
 
 #endif

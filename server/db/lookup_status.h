@@ -10,7 +10,7 @@ enum lookup_status {
 	LOOKUP_FOUND,	    /* the job's result is there (find_track: a path) */
 	LOOKUP_NOT_FOUND,   /* no such document */
 	LOOKUP_NO_PATH,	    /* the document has no usable path: a data problem */
-	LOOKUP_UNAVAILABLE, /* database unreachable, or past the deadline */
+	LOOKUP_UNAVAILABLE, /* unreachable, past the deadline, or a retryable error twice: 503 */
 	LOOKUP_FAILED,	    /* any other database error */
 	LOOKUP_GRIDFS,	    /* no path, the file is in GridFS (find_track: gridfs is set) */
 	LOOKUP_BAD_DATA,    /* GridFS data that contradicts itself (entry or chunks) */

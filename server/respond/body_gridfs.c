@@ -26,7 +26,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "db/gridfs_store.h"
+#include "db/gridfs_read.h"
 #include "respond/answer.h"
 #include "respond/body_file.h"
 
@@ -108,9 +108,7 @@ static void read_span(struct db_job *job, const struct db_thread *thread)
 {
 	struct gridfs_stream *stream =
 		(struct gridfs_stream *)((char *)job - offsetof(struct gridfs_stream, job));
-	job->status = gridfs_store_read(thread->client, thread->database, thread->gridfs_bucket,
-					&stream->file.entry, &stream->span, stream->fetched,
-					job->detail, sizeof(job->detail));
+	gridfs_read_span(job, thread, &stream->file.entry, &stream->span, stream->fetched);
 }
 
 /* Appends text to ready (a multipart header or the closing); 0 or -1. */

@@ -14,7 +14,7 @@ import httpraw
 from assertions import assert_error, assert_file_response, http_date
 from media import Library
 from pacing import concurrent_gets, timed_get
-from support import scaled, wait_until
+from support import SANITIZED, scaled, wait_until
 from test_metrics import scrape
 
 TIMEOUT = scaled(10)
@@ -502,7 +502,10 @@ def test_documents_with_paths_no_file_can_have_are_404_and_never_kept(musicd, li
                                    timeout=scaled(30))
         assert_error(resp, 404)
     growth = server.rss_bytes() - baseline
-    assert growth < HUGE_PATH_BYTES * HUGE_PATH_DOCUMENTS // 3, \
-        f"musicd grew {growth >> 20} MiB answering {HUGE_PATH_DOCUMENTS} such documents"
+    # Under ASan freed memory is quarantined (held, not reused), so each 4 MiB reply the lookup
+    # thread reads and frees stays resident there: the entry count below is the check then.
+    if not SANITIZED:
+        assert growth < HUGE_PATH_BYTES * HUGE_PATH_DOCUMENTS // 3, \
+            f"musicd grew {growth >> 20} MiB answering {HUGE_PATH_DOCUMENTS} such documents"
     assert scrape(server).value("musicd_lookup_cache_entries") == 0
     server.wait_for_stderr(f"mid={ids[warm]}: data problem")
