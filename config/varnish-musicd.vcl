@@ -66,13 +66,17 @@ sub vcl_recv {
         return (pass);
     }
     if (req.url ~ "^/musicdb/" &&
-        (req.http.If-Match || req.http.If-Unmodified-Since || req.http.If-Range)) {
-        # Preconditions Varnish would not evaluate: on a miss it drops If-Match and
-        # If-Unmodified-Since from the fetch of the whole track, and on a hit it ignores them
-        # and If-Range, so a client musicd would answer 412 (or the whole file, for an If-Range
-        # that does not match) would get 200 or 206. Passed, musicd evaluates them (RFC 9110
-        # section 13), as for a client that reaches it directly; such requests are rare
-        # (resumed downloads, editors), and a player's plain GET and Range stay cached.
+        ((req.http.If-Match && req.http.If-Match !~ {"^(\*|"[^"]*")$"}) ||
+         (req.http.If-Unmodified-Since && !req.http.If-Match))) {
+        # Preconditions Varnish does not evaluate: on a miss it drops If-Match and
+        # If-Unmodified-Since from the fetch of the whole track, and on a hit it ignores them,
+        # so a client musicd would answer 412 would get 200 or 206. An If-Match of one strong
+        # ETag (or *), which VLC sends with every seek, is evaluated from the cache in
+        # vcl_deliver below; other forms (lists, weak tags) and If-Unmodified-Since are passed
+        # and musicd evaluates them (RFC 9110 section 13), as for a client that reaches it
+        # directly (they are rare: editors, sync tools). If-Range stays cached too: Varnish
+        # compares it with the cached ETag or Last-Modified itself (strongly, as musicd)
+        # before it serves a range.
         return (pass);
     }
     if (req.url ~ "^/musicdb/") {
@@ -172,11 +176,30 @@ sub vcl_backend_response {
 }
 
 sub vcl_deliver {
+    # If-Match of one strong ETag (with *, the only forms vcl_recv lets through to the cache;
+    # the others were musicd's to answer, and were): strong comparison with the track's ETag, before any range (RFC 9110 section 13.2.2), so a
+    # client whose copy changed gets musicd's answer, 412, and not bytes of another version.
+    if (req.url ~ "^/musicdb/" && req.http.If-Match ~ {"^"[^"]*"$"} &&
+        (resp.status == 200 || resp.status == 206 || resp.status == 416) &&
+        req.http.If-Match != resp.http.ETag) {
+        return (synth(412, "Precondition Failed"));
+    }
     # For humans and tests: was this answered from the cache? (Age and the two transaction ids
     # in X-Varnish say the same.)
     if (obj.hits > 0) {
         set resp.http.X-Cache = "hit";
     } else {
         set resp.http.X-Cache = "miss";
+    }
+}
+
+sub vcl_synth {
+    if (resp.status == 412) {
+        # As musicd answers it: a short plain text, never stored.
+        set resp.http.Content-Type = "text/plain; charset=utf-8";
+        set resp.http.Cache-Control = "no-store";
+        set resp.body = "412 Precondition Failed" + {"
+"};
+        return (deliver);
     }
 }
