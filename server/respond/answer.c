@@ -60,13 +60,14 @@ struct text_body {
 };
 
 /* A failed add would leave the body short of its Content-Length: never send that. */
-static void fill_text(struct evbuffer *output, const void *context)
+static size_t fill_text(struct evbuffer *output, const void *context)
 {
 	const struct text_body *body = context;
 	if (evbuffer_add(output, body->text, body->length) < 0) {
 		log_error("cannot queue a response body: aborting");
 		abort();
 	}
+	return body->length;
 }
 
 /* A short text/plain head for body; the caller may add fields before sending. */

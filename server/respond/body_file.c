@@ -28,31 +28,37 @@ static void add_part(struct evbuffer *output, struct evbuffer_file_segment *segm
 	}
 }
 
-static void add_text(struct evbuffer *output, const char *text, size_t length)
+static size_t add_text(struct evbuffer *output, const char *text, size_t length)
 {
 	if (length == 0 || evbuffer_add(output, text, length) < 0) {
 		log_error("cannot queue a multipart text: aborting");
 		abort();
 	}
+	return length;
 }
 
-static void fill(struct evbuffer *output, const void *context)
+/* Returns the text before the first segment: none, or the first part's header. */
+static size_t fill(struct evbuffer *output, const void *context)
 {
 	const struct file_fill *file = context;
 	const struct file_plan *plan = file->plan;
 	if (plan->count == 1) {
 		add_part(output, file->segment, &plan->parts[0]);
-		return;
+		return 0;
 	}
 	char text[MULTIPART_HEADER_MAX];
+	size_t text_first = 0;
 	for (size_t i = 0; i < plan->count; i++) {
-		add_text(output, text,
-			 multipart_part_header(text, sizeof(text), plan->boundary,
-					       file->representation->content_type, &plan->parts[i],
-					       file->representation->size));
+		size_t length = add_text(output, text,
+					 multipart_part_header(text, sizeof(text), plan->boundary,
+							       file->representation->content_type,
+							       &plan->parts[i], file->representation->size));
+		if (i == 0)
+			text_first = length;
 		add_part(output, file->segment, &plan->parts[i]);
 	}
 	add_text(output, text, multipart_closing(text, sizeof(text), plan->boundary));
+	return text_first;
 }
 
 void body_file_send(struct exchange *exchange, const struct representation *representation,

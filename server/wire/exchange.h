@@ -149,8 +149,12 @@ void exchange_wait_cancel(struct exchange *exchange);
 
 /* --- The response --- */
 
-/* Fills an output buffer with a response body (text and file segments). */
-typedef void (*exchange_fill_cb)(struct evbuffer *output, const void *context);
+/*
+ * Fills an output buffer with a response body (text and file segments);
+ * returns how many bytes of text it added before its first file segment
+ * (all it added, if it added none).
+ */
+typedef size_t (*exchange_fill_cb)(struct evbuffer *output, const void *context);
 
 /*
  * Sends the response: head (status, reason and fields set by the caller; the
