@@ -26,7 +26,9 @@
  * Output: "ready ..." once every connection has its response head (or failed),
  * "end ..." when the duration is over (before closing), then "result key=value ...",
  * with the client's own CPU (cpu_s) and its worst tick (tick_max_ms: above
- * TICK_MS the client fell behind its schedule). Exit status 0 when every stream is
+ * TICK_MS the client fell behind its schedule); "ready" and "end" also say
+ * its CPU, its time waiting for a CPU (wait_s) and the body bytes verified
+ * so far (bytes), for figures over the time between them. Exit status 0 when every stream is
  * correct, 1 otherwise, 2 on bad usage.
  *
  * Build: cc -O2 -o slow_listeners slow_listeners.c
@@ -350,6 +352,19 @@ static int parse_sources(const char *text)
 	return 0;
 }
 
+/* Seconds this process was runnable but waiting for a CPU (/proc/self/schedstat; -1 without it):
+ * on a busy machine, what a late tick was waiting for. */
+static double wait_seconds(void)
+{
+	unsigned long long on_cpu, waiting;
+	FILE *f = fopen("/proc/self/schedstat", "r");
+	if (f == NULL)
+		return -1;
+	int n = fscanf(f, "%llu %llu", &on_cpu, &waiting);
+	fclose(f);
+	return n == 2 ? (double)waiting / 1e9 : -1;
+}
+
 static double cpu_seconds(void)
 {
 	struct rusage usage;
@@ -466,8 +481,10 @@ int main(int argc, char **argv)
 						   conns[i].state == ST_HEAD;
 				if (pending == 0) {
 					ready_at = now;
-					printf("ready connections=%u heads_ok=%u after_s=%.2f cpu_s=%.2f\n",
-					       count, g.heads_ok, now - start, cpu_seconds());
+					printf("ready connections=%u heads_ok=%u after_s=%.2f cpu_s=%.2f "
+					       "wait_s=%.2f bytes=%llu\n",
+					       count, g.heads_ok, now - start, cpu_seconds(),
+					       wait_seconds(), (unsigned long long)g.bytes_verified);
 					fflush(stdout);
 				}
 			}
@@ -477,7 +494,8 @@ int main(int argc, char **argv)
 	double finished = now_s();
 	double cpu_at_end = cpu_seconds();
 	/* before the connections close */
-	printf("end after_s=%.2f cpu_s=%.2f\n", finished - start, cpu_at_end);
+	printf("end after_s=%.2f cpu_s=%.2f wait_s=%.2f bytes=%llu\n", finished - start,
+	       cpu_at_end, wait_seconds(), (unsigned long long)g.bytes_verified);
 	fflush(stdout);
 	unsigned correct = 0, open_streams = 0, slow = 0;
 	double min_rate = 1e18, sum_rate = 0;
