@@ -11,9 +11,24 @@
  * tokens; "readable" is remembered between ticks, so no epoll_ctl is needed
  * after the connection is established.
  *
- * Usage: slow_listeners HOST PORT PATH FILE N DURATION [RATE] [RCVBUF] [RAMP_PER_S]
+ * Usage: slow_listeners [-s FIRST,COUNT] [-m MIN_READ] [-M MSS]
+ *                       HOST PORT PATH FILE N DURATION [RATE] [RCVBUF] [RAMP_PER_S]
+ *   -s  bind the sockets to COUNT source addresses from FIRST (in 127.0.0.0/8),
+ *       round-robin, with IP_BIND_ADDRESS_NO_PORT: each address has its own
+ *       ephemeral ports toward HOST:PORT (one address has ~28,000 of them)
+ *   -m  read a connection only once it has MIN_READ bytes of tokens (default 1):
+ *       fewer, larger reads, as a player filling its buffer does (the bucket
+ *       then holds MIN_READ more); RCVBUF must hold them
+ *   -M  advertise this MSS (TCP_MAXSEG before connect): the server's send
+ *       buffer autotuning grows with its peer's MSS, up to megabytes a socket
+ *       with loopback's 64 KiB one; with thousands of slow sockets that is
+ *       the machine's whole TCP memory (net.ipv4.tcp_mem)
  * Output: "ready ..." once every connection has its response head (or failed),
- * "end ..." when the duration is over (before closing), then "result key=value ...". Exit status 0 when every stream is
+ * "end ..." when the duration is over (before closing), then "result key=value ...",
+ * with the client's own CPU (cpu_s) and its worst tick (tick_max_ms: above
+ * TICK_MS the client fell behind its schedule); "ready" and "end" also say
+ * its CPU, its time waiting for a CPU (wait_s) and the body bytes verified
+ * so far (bytes), for figures over the time between them. Exit status 0 when every stream is
  * correct, 1 otherwise, 2 on bad usage.
  *
  * Build: cc -O2 -o slow_listeners slow_listeners.c
@@ -23,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +48,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +58,8 @@
 #define READ_CHUNK 65536
 #define MAX_EVENTS 1024
 #define CONNECT_TIMEOUT_S 10.0	/* connect + response head */
+#define MAX_SOURCES 65536	/* -s: source addresses at most */
+#define SLOW_FRACTION 0.9	/* a stream averaging under this share of RATE is counted slow */
 
 enum state { ST_IDLE, ST_CONNECTING, ST_HEAD, ST_BODY, ST_DONE, ST_FAILED };
 
@@ -88,6 +107,10 @@ static struct {
 	const unsigned char *file;
 	uint64_t file_size;
 	struct sockaddr_in addr;
+	uint32_t source_first;	/* -s: host order; 0 when the kernel picks the source */
+	unsigned source_count, source_next;
+	int mss;		/* -M: 0 when the kernel's */
+	double read_min;	/* -m */
 	char request[1024];
 	size_t request_len;
 	double rate, burst;
@@ -96,6 +119,7 @@ static struct {
 	uint64_t bytes_verified;
 	unsigned established, heads_ok;
 	unsigned failures[F_COUNT];
+	int connect_errno;	/* the last connect failure's errno, for the summary */
 } g;
 
 static void fail(struct conn *c, enum failure why)
@@ -111,19 +135,42 @@ static void fail(struct conn *c, enum failure why)
 	c->head = NULL;
 }
 
+static void connect_failed(struct conn *c)
+{
+	g.connect_errno = errno;
+	fail(c, F_CONNECT);
+}
+
+/* Binds to the next source address; the port is left to connect() (IP_BIND_ADDRESS_NO_PORT),
+ * which picks it per destination, so every address has all of its ephemeral ports. */
+static int bind_source(int fd)
+{
+	int one = 1;
+	struct sockaddr_in source = {.sin_family = AF_INET};
+	source.sin_addr.s_addr = htonl(g.source_first + g.source_next);
+	g.source_next = (g.source_next + 1) % g.source_count;
+	if (setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one)) < 0)
+		return -1;
+	return bind(fd, (struct sockaddr *)&source, sizeof(source));
+}
+
 static void start_connect(struct conn *c)
 {
+	c->state = ST_CONNECTING;
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
-		c->state = ST_CONNECTING;
-		fail(c, F_CONNECT);
+		connect_failed(c);
 		return;
 	}
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &g.rcvbuf, sizeof(g.rcvbuf));
-	c->state = ST_CONNECTING;
+	if ((g.mss > 0 && setsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &g.mss, sizeof(g.mss)) < 0) ||
+	    (g.source_count > 0 && bind_source(c->fd) < 0)) {
+		connect_failed(c);
+		return;
+	}
 	if (connect(c->fd, (struct sockaddr *)&g.addr, sizeof(g.addr)) < 0 &&
 	    errno != EINPROGRESS) {
-		fail(c, F_CONNECT);
+		connect_failed(c);
 		return;
 	}
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
@@ -202,10 +249,13 @@ static void read_head(struct conn *c, double now)
 	}
 }
 
-/* Reads while tokens last; clears readable once the socket is drained. */
+/* Reads while tokens last (from MIN_READ of them on); clears readable once the socket is
+ * drained. */
 static void read_body(struct conn *c)
 {
 	static char buf[READ_CHUNK];
+	if (c->tokens < g.read_min)
+		return;
 	while (c->state == ST_BODY && c->readable && c->tokens >= 1.0) {
 		size_t want = c->tokens < READ_CHUNK ? (size_t)c->tokens : READ_CHUNK;
 		ssize_t n = recv(c->fd, buf, want, 0);
@@ -234,7 +284,8 @@ static void on_event(struct conn *c, uint32_t events, double now)
 		socklen_t len = sizeof(err);
 		if ((events & (EPOLLERR | EPOLLHUP)) ||
 		    getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) {
-			fail(c, F_CONNECT);
+			errno = err;
+			connect_failed(c);
 			return;
 		}
 		if (!(events & EPOLLOUT))
@@ -274,11 +325,72 @@ static void raise_fd_limit(unsigned needed)
 	}
 }
 
+#define USAGE                                                                              \
+	"usage: %s [-s FIRST,COUNT] [-m MIN_READ] [-M MSS] HOST PORT PATH FILE N DURATION "   \
+	"[RATE] [RCVBUF] [RAMP_PER_S]\n"
+
+/* -s FIRST,COUNT: COUNT addresses from FIRST, all inside 127.0.0.0/8; -1 if not. */
+static int parse_sources(const char *text)
+{
+	char first[INET_ADDRSTRLEN];
+	const char *comma = strchr(text, ',');
+	struct in_addr addr;
+	if (comma == NULL || (size_t)(comma - text) >= sizeof(first))
+		return -1;
+	memcpy(first, text, (size_t)(comma - text));
+	first[comma - text] = '\0';
+	char *end;
+	unsigned long count = strtoul(comma + 1, &end, 10);
+	if (inet_pton(AF_INET, first, &addr) != 1 || *end != '\0' || count == 0 ||
+	    count > MAX_SOURCES)
+		return -1;
+	uint32_t from = ntohl(addr.s_addr);
+	if ((from >> 24) != 127 || ((from + (uint32_t)count - 1) >> 24) != 127)
+		return -1;
+	g.source_first = from;
+	g.source_count = (unsigned)count;
+	return 0;
+}
+
+/* Seconds this process was runnable but waiting for a CPU (/proc/self/schedstat; -1 without it):
+ * on a busy machine, what a late tick was waiting for. */
+static double wait_seconds(void)
+{
+	unsigned long long on_cpu, waiting;
+	FILE *f = fopen("/proc/self/schedstat", "r");
+	if (f == NULL)
+		return -1;
+	int n = fscanf(f, "%llu %llu", &on_cpu, &waiting);
+	fclose(f);
+	return n == 2 ? (double)waiting / 1e9 : -1;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage usage;
+	if (getrusage(RUSAGE_SELF, &usage) < 0)
+		return -1;
+	return (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec / 1e6 +
+	       (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec / 1e6;
+}
+
 int main(int argc, char **argv)
 {
+	g.read_min = 1.0;
+	for (int opt; (opt = getopt(argc, argv, "+s:m:M:")) != -1;) {
+		if (opt == 's' && parse_sources(optarg) == 0)
+			continue;
+		if (opt == 'm' && (g.read_min = atof(optarg)) >= 1.0 && g.read_min <= READ_CHUNK)
+			continue;
+		if (opt == 'M' && (g.mss = atoi(optarg)) > 0)
+			continue;
+		fprintf(stderr, USAGE, argv[0]);
+		return 2;
+	}
+	argc -= optind - 1;
+	argv += optind - 1;
 	if (argc < 7) {
-		fprintf(stderr, "usage: %s HOST PORT PATH FILE N DURATION [RATE] [RCVBUF] [RAMP_PER_S]\n",
-			argv[0]);
+		fprintf(stderr, USAGE, argv[0]);
 		return 2;
 	}
 	const char *host = argv[1], *path = argv[3];
@@ -288,7 +400,7 @@ int main(int argc, char **argv)
 	g.rate = argc > 7 ? atof(argv[7]) : 16000.0;
 	g.rcvbuf = argc > 8 ? atoi(argv[8]) : 4096;
 	double ramp = argc > 9 ? atof(argv[9]) : 2000.0;
-	g.burst = g.rate * BURST_SECONDS;
+	g.burst = g.rate * BURST_SECONDS + (g.read_min > 1.0 ? g.read_min : 0.0);
 	if (count == 0 || duration <= 0 || g.rate <= 0 || ramp <= 0)
 		return fprintf(stderr, "slow_listeners: bad arguments\n"), 2;
 
@@ -320,7 +432,7 @@ int main(int argc, char **argv)
 		die("epoll_create1");
 
 	double start = now_s(), last_tick = start, end = start + duration;
-	double ready_at = 0;
+	double ready_at = 0, tick_max = 0;
 	unsigned opened = 0;
 	struct epoll_event events[MAX_EVENTS];
 
@@ -346,6 +458,8 @@ int main(int argc, char **argv)
 		if (now - last_tick >= TICK_MS / 1000.0) {
 			double dt = now - last_tick;
 			last_tick = now;
+			if (dt > tick_max)
+				tick_max = dt;
 			for (unsigned i = 0; i < opened; i++) {
 				struct conn *c = &conns[i];
 				if ((c->state == ST_CONNECTING || c->state == ST_HEAD) &&
@@ -367,8 +481,10 @@ int main(int argc, char **argv)
 						   conns[i].state == ST_HEAD;
 				if (pending == 0) {
 					ready_at = now;
-					printf("ready connections=%u heads_ok=%u after_s=%.2f\n", count,
-					       g.heads_ok, now - start);
+					printf("ready connections=%u heads_ok=%u after_s=%.2f cpu_s=%.2f "
+					       "wait_s=%.2f bytes=%llu\n",
+					       count, g.heads_ok, now - start, cpu_seconds(),
+					       wait_seconds(), (unsigned long long)g.bytes_verified);
 					fflush(stdout);
 				}
 			}
@@ -376,9 +492,12 @@ int main(int argc, char **argv)
 	}
 
 	double finished = now_s();
-	printf("end after_s=%.2f\n", finished - start); /* before the connections close */
+	double cpu_at_end = cpu_seconds();
+	/* before the connections close */
+	printf("end after_s=%.2f cpu_s=%.2f wait_s=%.2f bytes=%llu\n", finished - start,
+	       cpu_at_end, wait_seconds(), (unsigned long long)g.bytes_verified);
 	fflush(stdout);
-	unsigned correct = 0, open_streams = 0;
+	unsigned correct = 0, open_streams = 0, slow = 0;
 	double min_rate = 1e18, sum_rate = 0;
 	for (unsigned i = 0; i < count; i++) {
 		struct conn *c = &conns[i];
@@ -389,6 +508,7 @@ int main(int argc, char **argv)
 			if (r < min_rate)
 				min_rate = r;
 			sum_rate += r;
+			slow += secs >= 2.0 && r < SLOW_FRACTION * g.rate;
 		}
 		if (c->state == ST_BODY)
 			open_streams++;
@@ -401,11 +521,12 @@ int main(int argc, char **argv)
 		errors += g.failures[f];
 	printf("result connections=%u established=%u heads_ok=%u streams_correct=%u open_at_end=%u "
 	       "errors=%u bytes_verified=%llu seconds=%.1f ready_s=%.2f "
-	       "rate_avg=%.0f rate_min=%.0f",
+	       "rate_avg=%.0f rate_min=%.0f slow=%u cpu_s=%.2f tick_max_ms=%.0f connect_errno=%s",
 	       count, g.established, g.heads_ok, correct, open_streams, errors,
 	       (unsigned long long)g.bytes_verified, finished - start,
 	       ready_at > 0 ? ready_at - start : -1.0, correct ? sum_rate / correct : 0.0,
-	       correct ? min_rate : 0.0);
+	       correct ? min_rate : 0.0, slow, cpu_at_end, tick_max * 1000.0,
+	       g.connect_errno ? strerrorname_np(g.connect_errno) : "none");
 	for (int f = F_CONNECT; f < F_COUNT; f++)
 		printf(" %s=%u", failure_names[f], g.failures[f]);
 	printf("\n");
