@@ -27,8 +27,15 @@
 #include "base/clock.h"
 #include "base/log.h"
 
-/* The most one read takes from the socket (libevent's evbuffer_read takes 4096). */
-#define READ_MAX (16 * 1024)
+/*
+ * The most one read takes from the socket: a head fits (a player's is a few
+ * hundred bytes), and with libevent's chain header the buffer for it is one
+ * 4 KiB allocation (evbuffer_chain_new rounds the chain up to a power of
+ * two: 16 KiB asked for was a 32 KiB malloc per connection, which during a
+ * ramp of thousands of connections left glibc's arenas twice the memory in
+ * use). Larger heads and bodies take a few reads.
+ */
+#define READ_MAX (4096 - 128)
 
 static void set_up_connection(struct connection *connection);
 static int take_over_reading(struct connection *connection);
