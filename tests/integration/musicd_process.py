@@ -43,13 +43,9 @@ class Musicd:
 
     def __init__(self, args, workdir, port, env=None, access_log=None, descriptor_limit=None):
         self.args = [str(require_binary())] + [str(a) for a in args]
-        # Each musicd's metrics listener on a free port of its own, unless the test chose one:
-        # the default (127.0.0.1:23002) would be shared by every musicd the suite starts.
-        self.metrics_port = None
-        if "metrics-listen" in supported_options() and not any(
-                a.startswith("--metrics-listen") for a in self.args):
-            self.metrics_port = free_port()
-            self.args += ["--metrics-listen", f"127.0.0.1:{self.metrics_port}"]
+        extra = own_metrics_listener(self.args)
+        self.metrics_port = int(extra[1].rpartition(":")[2]) if extra else None
+        self.args += extra
         self.descriptor_limit = descriptor_limit
         self.workdir = pathlib.Path(workdir)
         self.port = port
@@ -216,6 +212,16 @@ class Musicd:
         return sanitizer_errors(self.stderr_text())
 
 
+def own_metrics_listener(args):
+    """["--metrics-listen", "127.0.0.1:<reserved port>"] unless args choose the metrics listener
+    (or this build has none): musicd's default, 127.0.0.1:23002, would be one port for every
+    musicd the suite starts, in every xdist worker and every checkout on the machine."""
+    if "metrics-listen" not in supported_options() or any(
+            str(a).startswith("--metrics-listen") for a in args):
+        return []
+    return ["--metrics-listen", f"127.0.0.1:{free_port()}"]
+
+
 _HELP_OPTIONS = {}
 
 
@@ -308,9 +314,13 @@ class MusicdFactory:
         return m.start(wait=wait)
 
     def run(self, args, env=None, timeout=RUN_TIMEOUT, input=None, descriptor_limit=None):
-        """Run musicd with exactly args, expecting it to exit by itself; a sanitized build's
-        reports make the test fail."""
-        cmd = [str(require_binary())] + [str(a) for a in args]
+        """Run musicd with args, expecting it to exit by itself; a sanitized build's reports
+        make the test fail. A run that gets as far as binding its listeners gets a metrics
+        listener of its own (own_metrics_listener) unless args name one."""
+        cmd = [str(a) for a in args]
+        # first, so that it cannot change how the test's own arguments parse (a last option
+        # without its value would take it as one)
+        cmd = [str(require_binary())] + own_metrics_listener(cmd) + cmd
         t0 = time.monotonic()
         p = subprocess.run(cmd, input=input, capture_output=True, env=musicd_env(env),
                            cwd=self.workdir, timeout=scaled(timeout),

@@ -204,7 +204,8 @@ def ports_taken():
     try:
         yield taken
     finally:
-        _port_takers.remove(taken)
+        # by identity: list.remove() would take the first equal list, and empty lists are equal
+        del _port_takers[next(i for i, t in enumerate(_port_takers) if t is taken)]
 
 
 def release_ports(ports):
