@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from media import sha256_file
+from media import generated, sha256_file
 from support import scaled, wait_until
 from tcp_proxy import TcpProxy
 from test_deployment import stack
@@ -183,21 +183,24 @@ def needs(*tools):
 
 @pytest.fixture(scope="module")
 def long_flac(tmp_path_factory):
-    path = tmp_path_factory.mktemp("players") / "long.flac"
-    made = run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", path,
-                "synth", str(LONG_FLAC_SECONDS), "whitenoise", "vol", "0.5"])
-    assert made.returncode == 0, made.stderr
+    def make(path):
+        made = run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", path,
+                    "synth", str(LONG_FLAC_SECONDS), "whitenoise", "vol", "0.5"])
+        assert made.returncode == 0, made.stderr
+    path = generated(tmp_path_factory.mktemp("players") / "long.flac", make, "players-long.flac")
     assert path.stat().st_size > PLAYER_READ_AHEAD, path.stat().st_size
     return path
 
 
 @pytest.fixture(scope="module")
 def long_ogg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("players") / "long.ogg"
-    made = run(["ffmpeg", "-v", "error", "-f", "lavfi",
-                "-i", f"anoisesrc=d={LONG_OGG_SECONDS}:c=pink:r=44100:a=0.3", "-ac", "2",
-                "-c:a", "libvorbis", "-q:a", "10", "-metadata", "title=Long Noise", "-y", path])
-    assert made.returncode == 0, made.stderr
+    def make(path):
+        made = run(["ffmpeg", "-v", "error", "-f", "lavfi",
+                    "-i", f"anoisesrc=d={LONG_OGG_SECONDS}:c=pink:r=44100:a=0.3", "-ac", "2",
+                    "-c:a", "libvorbis", "-q:a", "10", "-metadata", "title=Long Noise", "-y",
+                    path])
+        assert made.returncode == 0, made.stderr
+    path = generated(tmp_path_factory.mktemp("players") / "long.ogg", make, "players-long.ogg")
     assert path.stat().st_size > PLAYER_READ_AHEAD, path.stat().st_size
     return path
 
