@@ -29,6 +29,10 @@ from httpraw import Reader, abort, connect, exchange, read_until_closed, request
 from pacing import PacedListener, timed_get
 from support import REPO, SANITIZED, SANITIZER_ENV, scaled, wait_until
 
+# The tests that take `server` only read: one musicd serves the module (conftest.py); the
+# others start their own with the options they test.
+pytestmark = pytest.mark.shared_server
+
 GRIDFS_PUT = REPO / "scripts" / "gridfs-put"
 CHUNK = 1000                 # the small file's chunkSize: ranges cross boundaries at 1000s
 SMALL_LENGTH = 5500          # six chunks, the last one 500 bytes
@@ -316,6 +320,7 @@ STALL_SECONDS = 4.0   # how long the stall is watched, s
 PACE = 16384 * 10     # the listeners read 16 KiB every 100 ms
 
 
+@pytest.mark.timing
 def test_a_stalled_database_stalls_only_the_gridfs_stream(musicd, library, db_proxy,
                                                           gridfs_file, media):
     big = library.add(media.big, "big.mp3")
@@ -363,6 +368,7 @@ SLOW_READERS = 30
 READER_WINDOW = 65536
 
 
+@pytest.mark.load
 def test_many_slow_gridfs_readers_hold_about_a_window_each(musicd, gridfs_file, media):
     data = media.big.read_bytes()   # ~4 MB: unbounded read-ahead would hold it all, per reader
     stored = gridfs_file(data=data, name="big.mp3", chunk_size=64 * 1024)
