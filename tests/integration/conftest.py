@@ -15,6 +15,8 @@ restartable_db (a database the test may stop and start again), importer (musicd-
 at db; with the session's sources, the audio files the import tests read: import_support.py).
 """
 
+import contextlib
+import fcntl
 import os
 import pathlib
 import re
@@ -52,7 +54,7 @@ from webdriver import Browser  # noqa: E402
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    with support.ports_taken() as taken:
+    with support.ports_taken() as taken, timing_lane(item):
         yield
     support.release_ports(taken)
 
@@ -73,6 +75,29 @@ def pytest_fixture_post_finalizer(fixturedef, request):
 
 # -- markers (pytest.ini) ---------------------------------------------------------------------------
 TIMING_GROUP = "timing"  # the xdist group of the timing and load tests (scripts/run-tests)
+# scripts/run-tests runs the sessions against build/musicd and build/asan/musicd at once; each
+# has its own group, and this lock file, shared by both, keeps their timing and load tests
+# from running at the same time (a load test of one session beside a timing test of the other).
+TIMING_LANE = os.environ.get("MUSICD_TEST_TIMING_LANE")
+_lane_fd = None
+
+
+@contextlib.contextmanager
+def timing_lane(item):
+    """Holds the run's timing lane (an exclusive lock on MUSICD_TEST_TIMING_LANE) while a timing
+    or load test runs, setup and teardown included; for other tests, or without the variable,
+    nothing."""
+    global _lane_fd
+    if not TIMING_LANE or not (item.get_closest_marker("timing") or item.get_closest_marker("load")):
+        yield
+        return
+    if _lane_fd is None:
+        _lane_fd = os.open(TIMING_LANE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    fcntl.flock(_lane_fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(_lane_fd, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
@@ -243,10 +268,21 @@ class ProxiedDatabase:
         self.uri = dbservers.uri_with_address(mongo.uri, "127.0.0.1", self.proxy.port)
 
 
+def musicd_of(request):
+    """The test's musicd factory if it has one, set up now (before the fixture asking): that
+    fixture's teardown then comes before musicd's, and stops musicd first (stop_all)."""
+    return request.getfixturevalue("musicd") if "musicd" in request.fixturenames else None
+
+
 @pytest.fixture
-def db_proxy(mongo):
+def db_proxy(request, mongo):
+    factory = musicd_of(request)
     proxied = ProxiedDatabase(mongo)
     yield proxied
+    # musicd stops before its database is cut off: cut first, a lookup left waiting on it holds
+    # musicd's exit for its whole 10 s grace period (teardown is not what any test is about).
+    if factory is not None:
+        factory.stop_all()
     proxied.proxy.stop()
 
 
@@ -298,9 +334,12 @@ class RestartableDatabase:
 
 
 @pytest.fixture
-def restartable_db(mongo, tmp_path):
+def restartable_db(request, mongo, tmp_path):
+    factory = musicd_of(request)
     r = RestartableDatabase(mongo, tmp_path / "restartable-db")
     yield r
+    if factory is not None:
+        factory.stop_all()  # as db_proxy does
     r.close()
 
 

@@ -74,8 +74,9 @@ class Musicd:
                 raise AssertionError(
                     f"musicd exited with status {self.proc.returncode} before accepting "
                     f"connections\nargs: {self.args}\nstderr:\n{self.stderr_text()}")
-            # listening itself (not someone else on a port that was free a moment ago)
-            return listens_on(self.pid, self.port) and port_accepts(self.port)
+            # listening itself (not someone else on a port that was free a moment ago); the
+            # cheap connect first, the process's sockets once something accepts
+            return port_accepts(self.port) and listens_on(self.pid, self.port)
 
         try:
             wait_until(ready, scaled(timeout), interval=0.02,
@@ -189,9 +190,11 @@ class Musicd:
 
     def sockets(self):
         """{fd: (local (ip, port), remote (ip, port), TCP state)} of the process's TCP sockets."""
-        table = tcp_table(self.pid)
+        fds = self.fds()
+        table = tcp_table(self.pid, {t[len("socket:["):-1] for t in fds.values()
+                                     if t.startswith("socket:[")})
         result = {}
-        for fd, target in self.fds().items():
+        for fd, target in fds.items():
             if target.startswith("socket:["):
                 inode = target[len("socket:["):-1]
                 if inode in table:
@@ -280,6 +283,7 @@ class MusicdFactory:
         self.database = database
         self.media_root = media_root
         self.started = []
+        self.stop_problems = []  # stop_all()'s, for teardown()
 
     def start(self, media_roots=None, database=None, mongodb_uri=None, extra_args=(),
               env=None, port=None, base_args=True, access_log=None, wait=True, caches=True,
@@ -331,9 +335,20 @@ class MusicdFactory:
         assert not found, f"sanitizer reported {found} for {args}:\n{result.stderr}"
         return result
 
+    def stop_all(self):
+        """SIGTERM every musicd still running and wait for it (bounded); what went wrong is
+        reported by teardown()."""
+        for m in self.started:
+            if m.proc is not None and m.proc.poll() is None:
+                try:
+                    m.stop()
+                except AssertionError as e:
+                    self.stop_problems.append(str(e))
+
     def teardown(self):
         """Stop what is still running; return a list of problems (empty when all is well)."""
-        problems = []
+        problems = self.stop_problems
+        self.stop_problems = []
         for m in self.started:
             if m.proc is None:
                 continue

@@ -248,11 +248,14 @@ def read_text(path):
         return ""
 
 
-def tcp_table(pid):
-    """{socket inode: (local (ip, port), remote (ip, port), state)} of the process's TCP sockets."""
-    states = {"01": "ESTABLISHED", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+TCP_STATES = {"01": "ESTABLISHED", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
               "0A": "LISTEN", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "09": "LAST_ACK",
               "0B": "CLOSING", "02": "SYN_SENT", "03": "SYN_RECV"}
+
+
+def tcp_table(pid, inodes=None):
+    """{socket inode: (local (ip, port), remote (ip, port), state)} of the TCP sockets in
+    process pid's network namespace, or only of those whose inode is in `inodes`."""
 
     def addr(text):
         ip, port = text.split(":")
@@ -268,7 +271,8 @@ def tcp_table(pid):
             continue
         for line in lines:
             f = line.split()
-            table[f[9]] = (addr(f[1]), addr(f[2]), states.get(f[3], f[3]))
+            if inodes is None or f[9] in inodes:
+                table[f[9]] = (addr(f[1]), addr(f[2]), TCP_STATES.get(f[3], f[3]))
     return table
 
 
@@ -330,7 +334,16 @@ def listening_sockets(pid, port):
 
 
 def listens_on(pid, port):
-    """True when process pid itself holds a socket listening on TCP port."""
-    table = tcp_table(pid)
-    return any(table[i][0][1] == port and table[i][2] == "LISTEN"
-               for i in socket_inodes(pid) if i in table)
+    """True when process pid itself holds a socket listening on TCP port. Each of its sockets
+    is asked (listening_sockets), which costs little; where that is not permitted, the
+    network namespace's table is read, whose making costs the kernel ~10 ms of CPU per
+    thousand sockets on the host (start-up waits poll this)."""
+    try:
+        return bool(listening_sockets(pid, port))
+    except PermissionError:
+        pass
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    inodes = socket_inodes(pid)
+    return bool(inodes) and any(local[1] == port and state == "LISTEN"
+                                for local, _, state in tcp_table(pid, inodes).values())

@@ -29,10 +29,9 @@ from httpraw import Reader, abort, connect, exchange, read_until_closed, request
 from pacing import PacedListener, timed_get
 from support import REPO, SANITIZED, SANITIZER_ENV, scaled, wait_until
 
-# The tests that take `server` only read: one musicd serves the module (conftest.py); the
-# others start their own with the options they test.
-pytestmark = pytest.mark.shared_server
-
+# Each test has a database of its own, none is shared_server (conftest.py): FerretDB reads a
+# chunk by scanning all of fs.chunks, so chunks that other tests put there make every read
+# slower (under load, late enough for a chunk read to miss its deadline).
 GRIDFS_PUT = REPO / "scripts" / "gridfs-put"
 CHUNK = 1000                 # the small file's chunkSize: ranges cross boundaries at 1000s
 SMALL_LENGTH = 5500          # six chunks, the last one 500 bytes
