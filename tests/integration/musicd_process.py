@@ -76,13 +76,30 @@ class Musicd:
                     f"connections\nargs: {self.args}\nstderr:\n{self.stderr_text()}")
             # listening itself (not someone else on a port that was free a moment ago); the
             # cheap connect first, the process's sockets once something accepts
-            return port_accepts(self.port) and listens_on(self.pid, self.port)
+            return (port_accepts(self.port) and listens_on(self.pid, self.port)
+                    and self.workers_started())
 
         try:
             wait_until(ready, scaled(timeout), interval=0.02,
-                       message=f"musicd to accept connections on port {self.port}")
+                       message=f"musicd to accept connections on port {self.port} with every "
+                               "worker started")
         except AssertionError as e:
             raise AssertionError(f"{e}\nstderr:\n{self.stderr_text()}") from None
+
+    def workers_started(self):
+        """Whether start-up is over, as far as a test can see: a thread named "worker N" for each
+        of its listening sockets on the port. Each worker's socket is opened (and listens) first,
+        then the metrics listener, then privileges are dropped (the warnings that go with it),
+        then the workers start, each named at once: a port that accepts says none of the rest
+        is done. (Where the sockets cannot be asked, the port accepting has to do.)"""
+        try:
+            listeners = len(listening_sockets(self.pid, self.port))
+        except PermissionError:
+            return True
+        except (ProcessLookupError, FileNotFoundError):
+            return False
+        return listeners > 0 and sum(1 for name in thread_names(self.pid)
+                                     if name.startswith("worker ")) >= listeners
 
     def wait_all_workers(self, timeout=30.0):
         """Wait for the line musicd logs once every worker has started. wait_ready returns as
@@ -213,6 +230,22 @@ class Musicd:
     def sanitizer_report(self):
         """The sanitizer errors in stderr (empty unless a sanitized build found some)."""
         return sanitizer_errors(self.stderr_text())
+
+
+def thread_names(pid):
+    """The names (comm) of process pid's threads."""
+    names = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return names
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return names
 
 
 def own_metrics_listener(args):
