@@ -73,7 +73,7 @@ def pytest_fixture_post_finalizer(fixturedef, request):
     support.release_ports(getattr(fixturedef, "musicd_ports", []))
 
 
-# -- markers (pytest.ini) ---------------------------------------------------------------------------
+# -- markers (pytest.ini) --------------------------------------------------------------------
 TIMING_GROUP = "timing"  # the xdist group of the timing and load tests (scripts/run-tests)
 # scripts/run-tests runs the sessions against build/musicd and build/asan/musicd at once; each
 # has its own group, and this lock file, shared by both, keeps their timing and load tests
@@ -88,7 +88,8 @@ def timing_lane(item):
     or load test runs, setup and teardown included; for other tests, or without the variable,
     nothing."""
     global _lane_fd
-    if not TIMING_LANE or not (item.get_closest_marker("timing") or item.get_closest_marker("load")):
+    grouped = item.get_closest_marker("timing") or item.get_closest_marker("load")
+    if not TIMING_LANE or not grouped:
         yield
         return
     if _lane_fd is None:
