@@ -75,30 +75,42 @@ def pytest_fixture_post_finalizer(fixturedef, request):
 
 # -- markers (pytest.ini) --------------------------------------------------------------------
 TIMING_GROUP = "timing"  # the xdist group of the timing and load tests (scripts/run-tests)
-# scripts/run-tests runs the sessions against build/musicd and build/asan/musicd at once; each
-# has its own group, and this lock file, shared by both, keeps their timing and load tests
-# from running at the same time (a load test of one session beside a timing test of the other).
+# scripts/run-tests runs the sessions against build/musicd and build/asan/musicd at once, each
+# with its own group. MUSICD_TEST_TIMING_LANE, a lock file both share, keeps a load test of one
+# from running beside a timing or load test of the other: a load test holds it exclusively, a
+# timing test shared (the two sessions' timing tests, mostly waiting out deadlines, may run side
+# by side). A load test waiting for it holds the gate (the same name + ".gate") meanwhile, so the
+# timing tests that follow wait behind it instead of keeping it out.
 TIMING_LANE = os.environ.get("MUSICD_TEST_TIMING_LANE")
-_lane_fd = None
+_lane_fds = None
+
+
+def _open_lane():
+    global _lane_fds
+    if _lane_fds is None:
+        _lane_fds = tuple(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+                          for path in (TIMING_LANE + ".gate", TIMING_LANE))
+    return _lane_fds
 
 
 @contextlib.contextmanager
 def timing_lane(item):
-    """Holds the run's timing lane (an exclusive lock on MUSICD_TEST_TIMING_LANE) while a timing
-    or load test runs, setup and teardown included; for other tests, or without the variable,
-    nothing."""
-    global _lane_fd
-    grouped = item.get_closest_marker("timing") or item.get_closest_marker("load")
-    if not TIMING_LANE or not grouped:
+    """Holds the run's timing lane while a load test (exclusively) or a timing test (shared)
+    runs, setup and teardown included; for other tests, or without the variable, nothing."""
+    load = item.get_closest_marker("load") is not None
+    if not TIMING_LANE or not (load or item.get_closest_marker("timing")):
         yield
         return
-    if _lane_fd is None:
-        _lane_fd = os.open(TIMING_LANE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    fcntl.flock(_lane_fd, fcntl.LOCK_EX)
+    gate, lane = _open_lane()
+    fcntl.flock(gate, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(lane, fcntl.LOCK_EX if load else fcntl.LOCK_SH)
+    finally:
+        fcntl.flock(gate, fcntl.LOCK_UN)
     try:
         yield
     finally:
-        fcntl.flock(_lane_fd, fcntl.LOCK_UN)
+        fcntl.flock(lane, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items

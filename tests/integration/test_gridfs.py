@@ -406,6 +406,7 @@ def test_many_slow_gridfs_readers_hold_about_a_window_each(musicd, gridfs_file, 
                message="the aborted readers' connections to close")
 
 
+@pytest.mark.timing
 def test_stopping_with_gridfs_streams_in_flight_ends_them_and_exits_cleanly(musicd, db_proxy,
                                                                            gridfs_file, media):
     # One reader takes nothing (its stream waits for the socket to drain), the other reads as

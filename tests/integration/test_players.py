@@ -113,6 +113,7 @@ def test_curl_resumes_a_download_cut_by_a_range(server, big, tmp_path):
     assert f"206 {big.size - 1_000_000} " in server.access_log_lines()[1]
 
 
+@pytest.mark.timing
 def test_curl_resumes_a_download_it_was_killed_in(server, big, tmp_path):
     """curl is killed mid-transfer (a TcpProxy paces musicd's answer at ~320 KB/s, as curl's
     own --limit-rate does not hold back a loopback transfer), then resumes with -C -."""
