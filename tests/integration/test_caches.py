@@ -499,6 +499,7 @@ HUGE_PATH_BYTES = 4 << 20
 HUGE_PATH_DOCUMENTS = 12
 
 
+@pytest.mark.load  # 48 MiB of documents through one lookup thread
 def test_documents_with_paths_no_file_can_have_are_404_and_never_kept(musicd, library, db):
     # (fails before the fix: each 4 MiB path was kept in the lookup cache until its TTL, though
     # no file has such a path and every answer was 404: 48 MiB for 12 documents, 539 MiB for a
