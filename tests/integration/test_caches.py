@@ -291,7 +291,6 @@ def server_stream(server, track):
     return Stream()
 
 
-@pytest.mark.load  # three clients hammering musicd
 @pytest.mark.timing
 def test_a_file_renamed_over_while_cached_is_served_whole_old_then_whole_new(musicd, library):
     track = library.add(library.media.big, "replaced.mp3", copy=True)
@@ -345,20 +344,17 @@ def _rewritten_in_place(musicd, library, new_data):
     check_switch(results, old, new, changed_at, FILE_VALID)
 
 
-@pytest.mark.load  # three clients hammering musicd
 @pytest.mark.timing
 def test_a_file_rewritten_shorter_in_place_is_never_served_mixed(musicd, library):
     _rewritten_in_place(musicd, library, library.media.short.read_bytes()[:30000] + b"shorter")
 
 
-@pytest.mark.load  # three clients hammering musicd
 @pytest.mark.timing
 def test_a_file_rewritten_longer_in_place_is_never_served_mixed(musicd, library):
     data = library.media.short.read_bytes()
     _rewritten_in_place(musicd, library, data[::-1] + data[:20000])
 
 
-@pytest.mark.load  # three clients hammering musicd
 @pytest.mark.timing
 def test_a_file_rewritten_in_place_with_the_same_size_is_never_served_mixed(musicd, library):
     data = library.media.short.read_bytes()
