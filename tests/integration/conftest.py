@@ -76,48 +76,62 @@ def pytest_fixture_post_finalizer(fixturedef, request):
 # -- markers (pytest.ini) --------------------------------------------------------------------
 TIMING_GROUP = "timing"  # the xdist group of the timing and load tests (scripts/run-tests)
 # scripts/run-tests runs the sessions against build/musicd and build/asan/musicd at once, each
-# with its own group. MUSICD_TEST_TIMING_LANE, a lock file both share, keeps a load test of one
-# from running beside a timing or load test of the other: a load test holds it exclusively, a
-# timing test shared (the two sessions' timing tests, mostly waiting out deadlines, may run side
-# by side). A load test waiting for it holds the gate (the same name + ".gate") meanwhile, so the
-# timing tests that follow wait behind it instead of keeping it out.
+# with its own group, and names a lock file both share in MUSICD_TEST_TIMING_LANE. On it:
+#   - the lane keeps a load test of one session from running beside a timing or load test of
+#     the other: a load test holds it exclusively, a timing test shared (the two sessions'
+#     timing tests, mostly waiting out deadlines, may run side by side);
+#   - the run lock (the same name + ".run") keeps any test from running beside an `alone` one:
+#     every test holds it shared, an `alone` test exclusively.
+# Whoever waits for a lock exclusively holds its gate (the name + ".gate") meanwhile, so that the
+# tests that follow wait behind it instead of keeping it out. A test takes the run lock first,
+# then the lane: no test waiting for the lane holds anything another test waits for.
 TIMING_LANE = os.environ.get("MUSICD_TEST_TIMING_LANE")
-_lane_fds = None
+_lock_fds = {}
 
 
-def _open_lane():
-    global _lane_fds
-    if _lane_fds is None:
-        _lane_fds = tuple(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-                          for path in (TIMING_LANE + ".gate", TIMING_LANE))
-    return _lane_fds
+def _lock_fd(path):
+    if path not in _lock_fds:
+        _lock_fds[path] = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    return _lock_fds[path]
 
 
 @contextlib.contextmanager
-def timing_lane(item):
-    """Holds the run's timing lane while a load test (exclusively) or a timing test (shared)
-    runs, setup and teardown included; for other tests, or without the variable, nothing."""
-    load = item.get_closest_marker("load") is not None
-    if not TIMING_LANE or not (load or item.get_closest_marker("timing")):
-        yield
-        return
-    gate, lane = _open_lane()
+def _held(path, exclusive):
+    """path locked (flock), exclusively or shared, through its gate."""
+    gate, lock = _lock_fd(path + ".gate"), _lock_fd(path)
     fcntl.flock(gate, fcntl.LOCK_EX)
     try:
-        fcntl.flock(lane, fcntl.LOCK_EX if load else fcntl.LOCK_SH)
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
     finally:
         fcntl.flock(gate, fcntl.LOCK_UN)
     try:
         yield
     finally:
-        fcntl.flock(lane, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def timing_lane(item):
+    """Holds the run lock and, for a timing or load test, the lane (above) while the test runs,
+    setup and teardown included; without MUSICD_TEST_TIMING_LANE, nothing."""
+    if not TIMING_LANE:
+        yield
+        return
+    alone = item.get_closest_marker("alone") is not None
+    load = item.get_closest_marker("load") is not None
+    with _held(TIMING_LANE + ".run", exclusive=alone):
+        if alone or not (load or item.get_closest_marker("timing")):
+            yield  # an `alone` test holds everyone else off already
+            return
+        with _held(TIMING_LANE, exclusive=load):
+            yield
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config, items):
     grouped = []
     for item in items:
-        if item.get_closest_marker("timing") or item.get_closest_marker("load"):
+        if any(item.get_closest_marker(m) for m in ("timing", "load", "alone")):
             item.add_marker(pytest.mark.xdist_group(TIMING_GROUP))
             grouped.append(item)
     if hasattr(config, "workerinput") and grouped:

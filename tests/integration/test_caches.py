@@ -387,6 +387,7 @@ def test_a_deleted_file_is_404_after_the_interval(musicd, library):
 
 # -- lookups in flight ---------------------------------------------------------------------
 
+@pytest.mark.alone  # a lookup beyond the bound answered within 0.5 s
 @pytest.mark.timing
 def test_lookups_beyond_the_bound_get_503_at_once(musicd, library, db_proxy):
     lookup_timeout = 3.0

@@ -17,9 +17,9 @@ from assertions import assert_file_response
 from pacing import PacedListener, concurrent_gets, timed_get
 from support import scaled
 
-# Gaps of 100 ms and answers within a deadline: every test here is timed (conftest.py), and,
-# with bounds this tight and dozens of lookups kept going, runs alone in the timing lane (load).
-pytestmark = [pytest.mark.timing, pytest.mark.load]
+# Gaps of 100 ms and answers within a deadline: every test here is timed, and with bounds this
+# tight runs with no other test of the run beside it (conftest.py).
+pytestmark = [pytest.mark.timing, pytest.mark.alone]
 
 LOOKUP_DELAY = 1.0          # the proxy holds every answer from the database this long, s
 STREAM_SECONDS = 6.0        # how long the listener is watched while lookups are slow, s
