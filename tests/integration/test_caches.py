@@ -496,6 +496,7 @@ HUGE_PATH_BYTES = 4 << 20
 HUGE_PATH_DOCUMENTS = 12
 
 
+@pytest.mark.alone  # 4 MiB documents, each within the 2 s lookup deadline (503 when shared)
 @pytest.mark.load  # 48 MiB of documents through one lookup thread
 def test_documents_with_paths_no_file_can_have_are_404_and_never_kept(musicd, library, db):
     # (fails before the fix: each 4 MiB path was kept in the lookup cache until its TTL, though

@@ -442,6 +442,8 @@ def check_gst_launch(base, track):
     assert "Got EOS from element" in text, text[-3000:]
 
 
+@pytest.mark.load  # decodes as fast as it can
+@pytest.mark.timing  # gst-play's first position must come after its seek
 @needs("gst-play-1.0", "gst-launch-1.0")
 def test_gstreamer_plays_to_the_end_and_seeks_with_a_range(server, library, long_ogg):
     track = library.add(long_ogg, "long.ogg")
@@ -458,6 +460,8 @@ def test_gstreamer_plays_to_the_end_and_seeks_with_a_range(server, library, long
     assert_seek_reached_the_origin(server, track, seek_byte)
 
 
+@pytest.mark.load  # decodes as fast as it can
+@pytest.mark.timing  # gst-play's first position must come after its seek
 @needs("gst-play-1.0", "gst-launch-1.0")
 def test_gstreamer_through_varnish_and_nginx(musicd, library, frontends, long_ogg):
     server, nginx, varnish = stack(musicd, frontends)
