@@ -5,15 +5,46 @@
 
 Library puts them (hard links, or copies when a test will modify the file) under a test's own
 media root and inserts their track documents.
+
+Generated files (these and the long tracks of test_players.py and test_browser.py) are made once
+per run of scripts/run-tests, not once per pytest session and xdist worker: it names a directory
+in MUSICD_TEST_MEDIA_CACHE that every session of the run shares (generated() makes a file there
+once, under a lock, and copies it into the session's own directory, so no test of one session
+can touch a file another session uses). Without it each session makes its own.
 """
 
+import fcntl
 import hashlib
 import os
 import pathlib
 import shutil
 import subprocess
+import tempfile
 
 GEN_TIMEOUT = 60.0
+MEDIA_CACHE = os.environ.get("MUSICD_TEST_MEDIA_CACHE")
+
+
+def generated(path, make, key):
+    """path, made by make(target) (which writes target): directly, or, with MUSICD_TEST_MEDIA_CACHE,
+    copied from the run's cache entry `key` (a name saying what the file is, unique in the
+    suite), which the first session to need it makes (the others wait on its lock, then copy).
+    The cache holds a file only once it is whole (made aside, then renamed)."""
+    path = pathlib.Path(path)
+    if not MEDIA_CACHE:
+        make(path)
+        return path
+    cache = pathlib.Path(MEDIA_CACHE)
+    cached = cache / key
+    with open(cache / f".{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not cached.exists():
+            aside = pathlib.Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache))
+            make(aside / path.name)
+            os.rename(aside / path.name, cached)
+            shutil.rmtree(aside)
+    shutil.copyfile(cached, path)
+    return path
 
 
 def sha256_bytes(data):
@@ -59,14 +90,16 @@ class MediaFiles:
     @property
     def short(self):
         if self._short is None:
-            self._short = make_mp3(self.directory / "short.mp3", 5, "Short Sine")
+            self._short = generated(self.directory / "short.mp3",
+                                    lambda path: make_mp3(path, 5, "Short Sine"), "short.mp3")
         return self._short
 
     @property
     def big(self):
         if self._big is None:
-            self._big = make_mp3(self.directory / "big.mp3", 250, "Big Sine", freq=330,
-                                 bitrate=128)
+            self._big = generated(self.directory / "big.mp3",
+                                  lambda path: make_mp3(path, 250, "Big Sine", freq=330,
+                                                        bitrate=128), "big.mp3")
         return self._big
 
 

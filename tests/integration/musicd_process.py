@@ -43,13 +43,9 @@ class Musicd:
 
     def __init__(self, args, workdir, port, env=None, access_log=None, descriptor_limit=None):
         self.args = [str(require_binary())] + [str(a) for a in args]
-        # Each musicd's metrics listener on a free port of its own, unless the test chose one:
-        # the default (127.0.0.1:23002) would be shared by every musicd the suite starts.
-        self.metrics_port = None
-        if "metrics-listen" in supported_options() and not any(
-                a.startswith("--metrics-listen") for a in self.args):
-            self.metrics_port = free_port()
-            self.args += ["--metrics-listen", f"127.0.0.1:{self.metrics_port}"]
+        extra = own_metrics_listener(self.args)
+        self.metrics_port = int(extra[1].rpartition(":")[2]) if extra else None
+        self.args += extra
         self.descriptor_limit = descriptor_limit
         self.workdir = pathlib.Path(workdir)
         self.port = port
@@ -78,14 +74,32 @@ class Musicd:
                 raise AssertionError(
                     f"musicd exited with status {self.proc.returncode} before accepting "
                     f"connections\nargs: {self.args}\nstderr:\n{self.stderr_text()}")
-            # listening itself (not someone else on a port that was free a moment ago)
-            return listens_on(self.pid, self.port) and port_accepts(self.port)
+            # listening itself (not someone else on a port that was free a moment ago); the
+            # cheap connect first, the process's sockets once something accepts
+            return (port_accepts(self.port) and listens_on(self.pid, self.port)
+                    and self.workers_started())
 
         try:
             wait_until(ready, scaled(timeout), interval=0.02,
-                       message=f"musicd to accept connections on port {self.port}")
+                       message=f"musicd to accept connections on port {self.port} with every "
+                               "worker started")
         except AssertionError as e:
             raise AssertionError(f"{e}\nstderr:\n{self.stderr_text()}") from None
+
+    def workers_started(self):
+        """Whether start-up is over, as far as a test can see: a thread named "worker N" for each
+        of its listening sockets on the port. Each worker's socket is opened (and listens) first,
+        then the metrics listener, then privileges are dropped (the warnings that go with it),
+        then the workers start, each named at once: a port that accepts says none of the rest
+        is done. (Where the sockets cannot be asked, the port accepting has to do.)"""
+        try:
+            listeners = len(listening_sockets(self.pid, self.port))
+        except PermissionError:
+            return True
+        except (ProcessLookupError, FileNotFoundError):
+            return False
+        return listeners > 0 and sum(1 for name in thread_names(self.pid)
+                                     if name.startswith("worker ")) >= listeners
 
     def wait_all_workers(self, timeout=30.0):
         """Wait for the line musicd logs once every worker has started. wait_ready returns as
@@ -193,9 +207,11 @@ class Musicd:
 
     def sockets(self):
         """{fd: (local (ip, port), remote (ip, port), TCP state)} of the process's TCP sockets."""
-        table = tcp_table(self.pid)
+        fds = self.fds()
+        table = tcp_table(self.pid, {t[len("socket:["):-1] for t in fds.values()
+                                     if t.startswith("socket:[")})
         result = {}
-        for fd, target in self.fds().items():
+        for fd, target in fds.items():
             if target.startswith("socket:["):
                 inode = target[len("socket:["):-1]
                 if inode in table:
@@ -214,6 +230,32 @@ class Musicd:
     def sanitizer_report(self):
         """The sanitizer errors in stderr (empty unless a sanitized build found some)."""
         return sanitizer_errors(self.stderr_text())
+
+
+def thread_names(pid):
+    """The names (comm) of process pid's threads."""
+    names = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return names
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return names
+
+
+def own_metrics_listener(args):
+    """["--metrics-listen", "127.0.0.1:<reserved port>"] unless args choose the metrics listener
+    (or this build has none): musicd's default, 127.0.0.1:23002, would be one port for every
+    musicd the suite starts, in every xdist worker and every checkout on the machine."""
+    if "metrics-listen" not in supported_options() or any(
+            str(a).startswith("--metrics-listen") for a in args):
+        return []
+    return ["--metrics-listen", f"127.0.0.1:{free_port()}"]
 
 
 _HELP_OPTIONS = {}
@@ -274,6 +316,7 @@ class MusicdFactory:
         self.database = database
         self.media_root = media_root
         self.started = []
+        self.stop_problems = []  # stop_all()'s, for teardown()
 
     def start(self, media_roots=None, database=None, mongodb_uri=None, extra_args=(),
               env=None, port=None, base_args=True, access_log=None, wait=True, caches=True,
@@ -308,9 +351,13 @@ class MusicdFactory:
         return m.start(wait=wait)
 
     def run(self, args, env=None, timeout=RUN_TIMEOUT, input=None, descriptor_limit=None):
-        """Run musicd with exactly args, expecting it to exit by itself; a sanitized build's
-        reports make the test fail."""
-        cmd = [str(require_binary())] + [str(a) for a in args]
+        """Run musicd with args, expecting it to exit by itself; a sanitized build's reports
+        make the test fail. A run that gets as far as binding its listeners gets a metrics
+        listener of its own (own_metrics_listener) unless args name one."""
+        cmd = [str(a) for a in args]
+        # first, so that it cannot change how the test's own arguments parse (a last option
+        # without its value would take it as one)
+        cmd = [str(require_binary())] + own_metrics_listener(cmd) + cmd
         t0 = time.monotonic()
         p = subprocess.run(cmd, input=input, capture_output=True, env=musicd_env(env),
                            cwd=self.workdir, timeout=scaled(timeout),
@@ -321,9 +368,20 @@ class MusicdFactory:
         assert not found, f"sanitizer reported {found} for {args}:\n{result.stderr}"
         return result
 
+    def stop_all(self):
+        """SIGTERM every musicd still running and wait for it (bounded); what went wrong is
+        reported by teardown()."""
+        for m in self.started:
+            if m.proc is not None and m.proc.poll() is None:
+                try:
+                    m.stop()
+                except AssertionError as e:
+                    self.stop_problems.append(str(e))
+
     def teardown(self):
         """Stop what is still running; return a list of problems (empty when all is well)."""
-        problems = []
+        problems = self.stop_problems
+        self.stop_problems = []
         for m in self.started:
             if m.proc is None:
                 continue

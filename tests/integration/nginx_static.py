@@ -7,13 +7,12 @@ TCP_NODELAY, If-Modified-Since at-or-before semantics (RFC 9110), max_ranges 16,
 .mp3. stop() sends SIGTERM, waits (bounded) and kills as a last resort.
 """
 
-import os
 import pathlib
 import signal
 import subprocess
 import textwrap
 
-from support import free_port, read_text, scaled, wait_until
+from support import free_port, listens_on, read_text, scaled, wait_until
 
 NGINX_BIN = pathlib.Path("/usr/sbin/nginx")
 START_TIMEOUT = 20.0
@@ -118,15 +117,6 @@ class NginxStatic:
 
 
 def _listens(pid, port):
-    """Whether process pid itself has a socket listening on 127.0.0.1:port (another process
-    that took the port must not pass for nginx, which retries bind() for a few seconds)."""
-    try:
-        inodes = {os.readlink(f"/proc/{pid}/fd/{fd}")[len("socket:["):-1]
-                  for fd in os.listdir(f"/proc/{pid}/fd")
-                  if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:[")}
-        lines = pathlib.Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
-    except OSError:
-        return False
-    local = f"0100007F:{port:04X}"
-    return any(f[1] == local and f[3] == "0A" and f[9] in inodes
-               for f in (line.split() for line in lines))
+    """Whether process pid itself has a socket listening on port (another process that took
+    the port must not pass for nginx, which retries bind() for a few seconds)."""
+    return listens_on(pid, port)

@@ -1,4 +1,4 @@
-"""A small threaded TCP proxy for tests (stdlib only).
+"""A small threaded TCP proxy for tests (stdlib and support.py only).
 
 It listens on 127.0.0.1, forwards every accepted connection to one target address, and can:
   - be stopped: the listener is closed (new connections are refused) and every forwarded
@@ -22,16 +22,21 @@ import struct
 import threading
 import time
 
+from support import free_port
+
 POLL_INTERVAL = 0.05  # how often blocked threads look at the stop flag, seconds
 
 
 class TcpProxy:
-    def __init__(self, target, listen_host="127.0.0.1", port=0, *, delay_to_server=0.0,
+    def __init__(self, target, listen_host="127.0.0.1", port=None, *, delay_to_server=0.0,
                  delay_to_client=0.0, chunk_size=65536, max_connections=256,
                  connect_timeout=5.0):
         self.target = (target[0], int(target[1]))
         self.listen_host = listen_host
-        self.port = port
+        # A reserved port (support.free_port), not one the kernel picks at bind(0): the proxy
+        # stops and starts again on its port, and between the two the kernel could give an
+        # ephemeral one to anybody. port=0 still asks the kernel.
+        self.port = free_port() if port is None else port
         self.delay_to_server = delay_to_server
         self.delay_to_client = delay_to_client
         self.chunk_size = chunk_size

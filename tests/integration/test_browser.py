@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from media import generated
 from support import scaled, wait_until
 from webdriver import PageServer
 
@@ -61,21 +62,22 @@ def ffprobe_duration(path):
 @pytest.fixture(scope="module")
 def long_mp3(tmp_path_factory):
     """A 400 s, 320 kbit/s CBR mono mp3 of a sine (ID3 title "Long Sine")."""
-    path = tmp_path_factory.mktemp("browser-media") / "long.mp3"
-    sox = subprocess.Popen(["sox", "-n", "-r", "44100", "-c", "1", "-b", "16", "-e", "signed",
-                            "-t", "raw", "-", "synth", str(TRACK_SECONDS), "sine", "330"],
-                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-    try:
-        lame = subprocess.run(["lame", "--quiet", "-r", "-s", "44.1", "--bitwidth", "16",
-                               "--signed", "--little-endian", "-m", "m", "-q", "9",
-                               "-b", str(TRACK_KBPS), "--tt", "Long Sine", "--ta", "musicd tests",
-                               "-", str(path)], stdin=sox.stdout, capture_output=True,
-                              timeout=GEN_TIMEOUT)
-    finally:
-        sox.stdout.close()
-        sox.wait(GEN_TIMEOUT)
-    assert lame.returncode == 0 and sox.returncode == 0, lame.stderr
-    return path
+    def make(path):
+        sox = subprocess.Popen(["sox", "-n", "-r", "44100", "-c", "1", "-b", "16", "-e", "signed",
+                                "-t", "raw", "-", "synth", str(TRACK_SECONDS), "sine", "330"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        try:
+            lame = subprocess.run(["lame", "--quiet", "-r", "-s", "44.1", "--bitwidth", "16",
+                                   "--signed", "--little-endian", "-m", "m", "-q", "9",
+                                   "-b", str(TRACK_KBPS), "--tt", "Long Sine",
+                                   "--ta", "musicd tests", "-", str(path)],
+                                  stdin=sox.stdout, capture_output=True, timeout=GEN_TIMEOUT)
+        finally:
+            sox.stdout.close()
+            sox.wait(GEN_TIMEOUT)
+        assert lame.returncode == 0 and sox.returncode == 0, lame.stderr
+    return generated(tmp_path_factory.mktemp("browser-media") / "long.mp3", make,
+                     "browser-long.mp3")
 
 
 def test_chromium_plays_seeks_to_80_percent_and_plays_on(server, library, browser, long_mp3):

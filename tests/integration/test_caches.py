@@ -8,6 +8,7 @@ import re
 import threading
 import time
 
+import pytest
 from bson import ObjectId
 
 import httpraw
@@ -56,6 +57,7 @@ def wait_for_status_body(server, track, path, timeout, interval=0.05):
 
 # -- lookup cache --------------------------------------------------------------------------
 
+@pytest.mark.timing
 def test_a_warm_request_makes_no_database_round_trip(musicd, library, db_proxy):
     track = library.add(library.media.short, "warm.mp3")
     other = library.add(library.media.short, "other.mp3")  # in the database, never asked for
@@ -81,6 +83,7 @@ def test_with_the_lookup_cache_off_every_request_asks_the_database(musicd, libra
     assert_error(get(server, track).response, 503)
 
 
+@pytest.mark.timing
 def test_a_changed_path_is_picked_up_after_the_ttl_and_not_before(musicd, library, db):
     ttl = 3
     track = library.add(library.media.short, "first.mp3")
@@ -100,6 +103,7 @@ def test_a_changed_path_is_picked_up_after_the_ttl_and_not_before(musicd, librar
     assert switched <= ttl + NOTICE_SLACK, f"the old path was used for {switched:.2f} s (TTL {ttl})"
 
 
+@pytest.mark.timing
 def test_a_missing_id_inserted_later_is_404_until_the_negative_ttl_passes(musicd, library, db):
     negative_ttl = 2
     server = musicd.start(extra_args=["--lookup-cache-negative-ttl", str(negative_ttl)])
@@ -287,6 +291,7 @@ def server_stream(server, track):
     return Stream()
 
 
+@pytest.mark.timing
 def test_a_file_renamed_over_while_cached_is_served_whole_old_then_whole_new(musicd, library):
     track = library.add(library.media.big, "replaced.mp3", copy=True)
     old = Version(track.path)
@@ -339,20 +344,24 @@ def _rewritten_in_place(musicd, library, new_data):
     check_switch(results, old, new, changed_at, FILE_VALID)
 
 
+@pytest.mark.timing
 def test_a_file_rewritten_shorter_in_place_is_never_served_mixed(musicd, library):
     _rewritten_in_place(musicd, library, library.media.short.read_bytes()[:30000] + b"shorter")
 
 
+@pytest.mark.timing
 def test_a_file_rewritten_longer_in_place_is_never_served_mixed(musicd, library):
     data = library.media.short.read_bytes()
     _rewritten_in_place(musicd, library, data[::-1] + data[:20000])
 
 
+@pytest.mark.timing
 def test_a_file_rewritten_in_place_with_the_same_size_is_never_served_mixed(musicd, library):
     data = library.media.short.read_bytes()
     _rewritten_in_place(musicd, library, data[::-1])
 
 
+@pytest.mark.timing
 def test_a_deleted_file_is_404_after_the_interval(musicd, library):
     track = library.add(library.media.short, "deleted.mp3", copy=True)
     server = start_file_cache_server(musicd)
@@ -378,6 +387,8 @@ def test_a_deleted_file_is_404_after_the_interval(musicd, library):
 
 # -- lookups in flight ---------------------------------------------------------------------
 
+@pytest.mark.alone  # a lookup beyond the bound answered within 0.5 s
+@pytest.mark.timing
 def test_lookups_beyond_the_bound_get_503_at_once(musicd, library, db_proxy):
     lookup_timeout = 3.0
     tracks = [library.add(library.media.short, f"t{i}.mp3") for i in range(4)]
@@ -413,6 +424,7 @@ def test_lookups_beyond_the_bound_get_503_at_once(musicd, library, db_proxy):
     assert_file_response(seen[-1].response, tracks[2].path)
 
 
+@pytest.mark.timing
 def test_lookups_within_the_bound_all_wait_for_their_answer(musicd, library, db_proxy):
     tracks = [library.add(library.media.short, f"t{i}.mp3") for i in range(5)]
     server = musicd.start(mongodb_uri=db_proxy.uri,
@@ -484,6 +496,8 @@ HUGE_PATH_BYTES = 4 << 20
 HUGE_PATH_DOCUMENTS = 12
 
 
+@pytest.mark.alone  # 4 MiB documents, each within the 2 s lookup deadline (503 when shared)
+@pytest.mark.load  # 48 MiB of documents through one lookup thread
 def test_documents_with_paths_no_file_can_have_are_404_and_never_kept(musicd, library, db):
     # (fails before the fix: each 4 MiB path was kept in the lookup cache until its TTL, though
     # no file has such a path and every answer was 404: 48 MiB for 12 documents, 539 MiB for a

@@ -458,6 +458,7 @@ def test_nginx_spreads_the_tracks_over_every_origin_by_uri(musicd, library, fron
     assert sorted(u for urls in logs for u in urls) == sorted(list(tracks.by_url) * 2)
 
 
+@pytest.mark.load
 def test_nginx_fails_over_when_an_origin_dies_and_gives_it_its_share_back(
         musicd, library, frontends):
     fail_over_under_load(musicd, library, NginxFailover(frontends.nginx_cluster))
@@ -496,6 +497,7 @@ def test_varnish_shards_the_tracks_over_every_origin_and_caches_them(musicd, lib
     assert sum(len(served_urls(o)) for o in origins) == len(tracks.items)
 
 
+@pytest.mark.load
 def test_varnish_fails_over_when_an_origin_dies_and_gives_it_its_share_back(
         musicd, library, frontends):
     fail_over_under_load(musicd, library, VarnishFailover(frontends.varnish_cluster))

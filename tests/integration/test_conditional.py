@@ -10,6 +10,10 @@ import httpraw
 from assertions import http_date
 from support import scaled
 
+# The tests only read: one musicd serves the module (conftest.py), but for those marked
+# shared_server(False).
+pytestmark = pytest.mark.shared_server
+
 TIMEOUT = scaled(20)
 DEFAULT_CACHE_CONTROL = "public, max-age=86400"
 MTIME = 1_700_000_000  # Tue, 14 Nov 2023 22:13:20 GMT
@@ -280,6 +284,7 @@ def test_cache_control_off_on_200_206_and_304(musicd, track):
     assert_not_modified(not_modified, etag, cache_control=None)
 
 
+@pytest.mark.shared_server(False)  # counts the lines of its musicd's access log
 def test_304_in_the_access_log(server, track, etag):
     fetch(server, track, If_None_Match=etag)
     fetch(server, track, If_Match=OTHER_ETAG)

@@ -78,6 +78,7 @@ def test_pipelined_requests_are_answered_in_order(server, library):
     assert_file_response(responses[6], short.path)
 
 
+@pytest.mark.load
 def test_fifty_concurrent_downloads_get_the_exact_bytes(server, library):
     big = library.add(library.media.big, "big.mp3")
     expected = sha256_file(big.path)
@@ -149,6 +150,7 @@ def test_clients_leaving_mid_stream_release_their_descriptors(musicd, library):
     assert_file_response(requests.get(server.url + short.url_path, timeout=TIMEOUT), short.path)
 
 
+@pytest.mark.timing
 def test_clients_leaving_during_the_lookup_release_their_descriptors(musicd, library, db_proxy):
     short = library.add(library.media.short, "short.mp3")
     others = [library.add(library.media.short, f"other{i}.mp3") for i in range(4)]

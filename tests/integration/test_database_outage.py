@@ -5,6 +5,7 @@ import hashlib
 import threading
 import time
 
+import pytest
 import requests
 from bson import ObjectId
 
@@ -12,6 +13,9 @@ import httpraw
 from assertions import assert_error, assert_file_response
 from media import Library, sha256_file
 from support import scaled, wait_until
+
+# Each test bounds how long its answers may take: timed (conftest.py).
+pytestmark = pytest.mark.timing
 
 LOOKUP_TIMEOUT_MS = 1000
 

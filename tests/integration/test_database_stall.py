@@ -11,9 +11,15 @@ event loop: a loop that waited on the database would show in all three.
 import threading
 import time
 
+import pytest
+
 from assertions import assert_file_response
 from pacing import PacedListener, concurrent_gets, timed_get
 from support import scaled
+
+# Gaps of 100 ms and answers within a deadline: every test here is timed, and with bounds this
+# tight runs with no other test of the run beside it (conftest.py).
+pytestmark = [pytest.mark.timing, pytest.mark.alone]
 
 LOOKUP_DELAY = 1.0          # the proxy holds every answer from the database this long, s
 STREAM_SECONDS = 6.0        # how long the listener is watched while lookups are slow, s

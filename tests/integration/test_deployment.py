@@ -81,11 +81,13 @@ def stack(musicd, frontends, offload=False, media_root=None, extra_args=()):
 
 # -- the shipped files are valid ----------------------------------------------------------------
 
+@pytest.mark.no_c_binary
 def test_shipped_vcl_compiles():
     status, errors = vcl_compiles(VARNISH_VCL)
     assert status == 0, errors
 
 
+@pytest.mark.no_c_binary
 @pytest.mark.parametrize("site", [NGINX_SITE, NGINX_OFFLOAD_SITE], ids=lambda p: p.name)
 def test_shipped_nginx_site_passes_nginx_t(tmp_path, site):
     # The file exactly as shipped, included from a Debian-like main nginx.conf.
@@ -103,6 +105,7 @@ def unit_exec_start():
     return shlex.split(lines[0][len("ExecStart="):])
 
 
+@pytest.mark.no_c_binary
 @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze not installed")
 def test_shipped_systemd_unit_verifies(tmp_path):
     # verify also checks that ExecStart's binary exists: point it at the one under test
@@ -278,6 +281,7 @@ def test_varnish_passes_tracks_larger_than_its_size_cap(musicd, library, fronten
     assert [(status, size) for _, _, status, size in logged] == [(200, str(cap + 1)), (206, "100")]
 
 
+@pytest.mark.timing
 def test_varnish_serves_a_cached_track_within_grace_after_musicd_stops(musicd, library, frontends):
     track = library.add(library.media.big, "big.mp3")
     # A one-second TTL, so that the object is expired (in grace) when asked for again.
@@ -313,6 +317,7 @@ def test_varnish_serves_a_cached_track_within_grace_after_musicd_stops(musicd, l
     assert restarted.running
 
 
+@pytest.mark.timing
 def test_varnish_keeps_serving_the_stale_track_when_its_refresh_fails(musicd, restartable_db,
                                                                        media, tmp_path,
                                                                        frontends):

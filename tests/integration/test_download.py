@@ -22,6 +22,9 @@ from support import scaled, wait_until
 from test_deployment import stack
 from webdriver import PageServer
 
+# The tests only read: one musicd serves the module (conftest.py); the stacks start their own.
+pytestmark = pytest.mark.shared_server
+
 TIMEOUT = scaled(10)
 DOWNLOAD_TIMEOUT = scaled(30)
 

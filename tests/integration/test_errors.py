@@ -5,12 +5,17 @@ import re
 import socket
 import time
 
+import pytest
 import requests
 from bson import ObjectId
 
 import httpraw
 from assertions import assert_error
 from support import scaled
+
+# The tests only read: one musicd serves the module (conftest.py), but for those marked
+# shared_server(False).
+pytestmark = pytest.mark.shared_server
 
 TIMEOUT = scaled(10)
 
@@ -108,6 +113,7 @@ def test_path_outside_every_media_root_is_404_and_logged(server, library, tmp_pa
     assert_logged(server, track.id)
 
 
+@pytest.mark.shared_server(False)  # the directory beside its musicd's media root
 def test_dotdot_path_leaving_the_media_root_is_404(server, library, tmp_path):
     outside = library.place(library.media.short, "secret.mp3", root=tmp_path / "outside")
     sneaky = f"{library.root}/../outside/secret.mp3"
@@ -119,6 +125,7 @@ def test_dotdot_path_leaving_the_media_root_is_404(server, library, tmp_path):
     assert_logged(server, track.id)
 
 
+@pytest.mark.shared_server(False)  # a directory named like its musicd's media root
 def test_sibling_directory_sharing_the_root_prefix_is_404(server, library, tmp_path):
     # media root .../media; file in .../media-private: a string prefix check would let it out
     sibling = tmp_path / (library.root.name + "-private")

@@ -29,6 +29,9 @@ from httpraw import Reader, abort, connect, exchange, read_until_closed, request
 from pacing import PacedListener, timed_get
 from support import REPO, SANITIZED, SANITIZER_ENV, scaled, wait_until
 
+# Each test has a database of its own, none is shared_server (conftest.py): FerretDB reads a
+# chunk by scanning all of fs.chunks, so chunks that other tests put there make every read
+# slower (under load, late enough for a chunk read to miss its deadline).
 GRIDFS_PUT = REPO / "scripts" / "gridfs-put"
 CHUNK = 1000                 # the small file's chunkSize: ranges cross boundaries at 1000s
 SMALL_LENGTH = 5500          # six chunks, the last one 500 bytes
@@ -316,6 +319,7 @@ STALL_SECONDS = 4.0   # how long the stall is watched, s
 PACE = 16384 * 10     # the listeners read 16 KiB every 100 ms
 
 
+@pytest.mark.timing
 def test_a_stalled_database_stalls_only_the_gridfs_stream(musicd, library, db_proxy,
                                                           gridfs_file, media):
     big = library.add(media.big, "big.mp3")
@@ -363,6 +367,7 @@ SLOW_READERS = 30
 READER_WINDOW = 65536
 
 
+@pytest.mark.load
 def test_many_slow_gridfs_readers_hold_about_a_window_each(musicd, gridfs_file, media):
     data = media.big.read_bytes()   # ~4 MB: unbounded read-ahead would hold it all, per reader
     stored = gridfs_file(data=data, name="big.mp3", chunk_size=64 * 1024)
@@ -401,6 +406,7 @@ def test_many_slow_gridfs_readers_hold_about_a_window_each(musicd, gridfs_file, 
                message="the aborted readers' connections to close")
 
 
+@pytest.mark.timing
 def test_stopping_with_gridfs_streams_in_flight_ends_them_and_exits_cleanly(musicd, db_proxy,
                                                                            gridfs_file, media):
     # One reader takes nothing (its stream waits for the socket to drain), the other reads as

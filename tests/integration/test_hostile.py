@@ -141,6 +141,7 @@ def with_body(method, target, framing, body):
     return (head + "\r\n").encode() + body
 
 
+@pytest.mark.shared_server
 @pytest.mark.parametrize("framing", ["content-length", "content-length-after-zero", "chunked",
                                      "gzip"])
 @pytest.mark.parametrize("method", ["HEAD", "TRACE"])
@@ -155,6 +156,7 @@ def test_a_body_on_a_method_libevent_reads_no_body_for_is_400_and_closes(server,
     assert_file_response(requests.get(server.url + track.url_path, timeout=TIMEOUT), track.path)
 
 
+@pytest.mark.shared_server
 @pytest.mark.parametrize("coding", ["gzip", "identity", "gzip, chunked"])
 def test_a_get_with_a_transfer_coding_libevent_does_not_decode_is_refused_and_closes(
         server, library, coding):
@@ -177,6 +179,7 @@ def test_a_get_with_a_transfer_coding_libevent_does_not_decode_is_refused_and_cl
         assert how in ("eof", "reset")
 
 
+@pytest.mark.shared_server
 def test_a_get_with_conflicting_content_lengths_is_400_and_closes(server, library):
     # RFC 9112 6.3: differing Content-Length values are an unrecoverable framing error.
     # libevent takes the first (0) and would leave the body for the next request.
@@ -187,6 +190,7 @@ def test_a_get_with_conflicting_content_lengths_is_400_and_closes(server, librar
         assert_answered_then_closed(s, 400)
 
 
+@pytest.mark.shared_server
 def test_a_head_with_content_length_zero_is_answered_and_the_connection_kept(server, library):
     # (holds before the fix: guards against refusing every HEAD that names a length)
     track = library.add(library.media.short, "short.mp3")
@@ -200,6 +204,7 @@ def test_a_head_with_content_length_zero_is_answered_and_the_connection_kept(ser
         assert_file_response(reader.read_response(), track.path)
 
 
+@pytest.mark.shared_server
 def test_an_unrecognized_method_with_a_body_is_answered_and_the_body_never(server, library):
     # (holds before the fix: libevent answers 501 itself and closes)
     track = library.add(library.media.short, "short.mp3")
@@ -219,6 +224,7 @@ JUNK_LIMIT = 256 * MiB
 RSS_GROWTH_LIMIT = 64 * MiB
 
 
+@pytest.mark.load
 def test_junk_sent_while_a_download_stalls_does_not_grow_musicd(musicd, library):
     huge = add_huge_track(library)
     short = library.add(library.media.short, "short.mp3")
@@ -276,6 +282,7 @@ def test_junk_sent_while_a_download_stalls_does_not_grow_musicd(musicd, library)
 
 # -- 3. out of descriptors; --max-connections ---------------------------------------------------
 
+@pytest.mark.timing
 def test_out_of_descriptors_musicd_neither_spins_nor_floods_its_log(musicd, library):
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(caches=False, extra_args=["--lookup-threads", "1"])
@@ -331,6 +338,7 @@ def open_served_connections(server, track, count):
     return kept
 
 
+@pytest.mark.timing
 def test_connections_beyond_max_connections_are_closed_at_once(musicd, library):
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(extra_args=["--max-connections", "5"])
@@ -406,6 +414,7 @@ def assert_408_then_closed(answered, data, how, timeout):
         f"408 after {answered:.1f}s, the head timeout being {timeout}s"
 
 
+@pytest.mark.timing
 def test_a_head_sent_one_line_at_a_time_gets_408_at_the_header_timeout(musicd, library):
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(extra_args=["--header-timeout", "2"])
@@ -414,6 +423,7 @@ def test_a_head_sent_one_line_at_a_time_gets_408_at_the_header_timeout(musicd, l
     assert_408_then_closed(*result, timeout=2)
 
 
+@pytest.mark.timing
 def test_a_second_request_head_is_timed_from_its_first_byte(musicd, library):
     # After an answer the connection is idle (keep-alive timeout); the next head's deadline
     # starts with its first byte, not at the end of the previous answer.
@@ -427,6 +437,7 @@ def test_a_second_request_head_is_timed_from_its_first_byte(musicd, library):
     assert_408_then_closed(*result, timeout=2)
 
 
+@pytest.mark.timing
 def test_a_connection_that_sends_nothing_is_closed_at_the_header_timeout(musicd):
     server = musicd.start(extra_args=["--header-timeout", "2"])
     with httpraw.connect(server.port, timeout=TIMEOUT) as s:
@@ -438,6 +449,7 @@ def test_a_connection_that_sends_nothing_is_closed_at_the_header_timeout(musicd)
     assert elapsed >= 1.5, f"closed after {elapsed:.1f}s, before the 2 s header timeout"
 
 
+@pytest.mark.timing
 def test_an_idle_keepalive_connection_lasts_the_keepalive_timeout_not_the_header_timeout(
         musicd, library):
     track = library.add(library.media.short, "short.mp3")
@@ -457,6 +469,7 @@ def test_an_idle_keepalive_connection_lasts_the_keepalive_timeout_not_the_header
     assert data == b"" or data.startswith(b"HTTP/1.1 408 "), data[:200]
 
 
+@pytest.mark.timing
 def test_a_client_that_stops_reading_is_dropped_after_the_send_timeout(musicd, library):
     huge = add_huge_track(library)
     server = musicd.start(extra_args=["--send-timeout", "2", "--keepalive-timeout", "30",
@@ -515,6 +528,7 @@ def test_a_half_closed_client_gets_the_whole_answer_then_the_close(musicd, libra
 
 # -- 6. a reset during a pending lookup ---------------------------------------------------------
 
+@pytest.mark.timing
 def test_a_reset_during_a_pending_lookup_does_not_spin_the_worker(musicd, library, db_proxy):
     track = library.add(library.media.short, "short.mp3")
     other = library.add(library.media.short, "other.mp3")
@@ -817,6 +831,7 @@ def test_an_absurd_request_head_gets_4xx_or_a_close_and_musicd_goes_on(musicd, l
     assert_back_to(server, baseline, track)
 
 
+@pytest.mark.load
 def test_a_flood_of_500_connections_dropped_every_way_leaves_musicd_as_it_was(musicd, library):
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(caches=False, extra_args=["--lookup-threads", "1"])

@@ -175,6 +175,7 @@ def stop_mid_run(restartable_db, library, sources, restart_after):
     pytest.fail("every import finished before the database could be stopped")
 
 
+@pytest.mark.timing  # the database is stopped while the import runs
 def test_a_database_stopped_mid_run_and_restarted(restartable_db, library, sources):
     status, summary, err = stop_mid_run(restartable_db, library, sources, restart_after=0.5)
     assert status == 2, err
@@ -184,6 +185,7 @@ def test_a_database_stopped_mid_run_and_restarted(restartable_db, library, sourc
     assert summary["added"] > 0
 
 
+@pytest.mark.timing  # the database is stopped while the import runs
 def test_a_database_stopped_mid_run_for_good(restartable_db, library, sources):
     """The database does not come back while musicd-import runs: it says how many writes it
     could not confirm, and the collection, once back, holds at least what it counted and at

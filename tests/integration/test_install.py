@@ -13,6 +13,10 @@ import pytest
 from musicd_process import musicd_env, require_binary
 from support import REPO
 
+# Every `make install` writes build/install/ (the unit and man page rewritten for its PREFIX), so
+# no two of these tests may run at once: under xdist they share one worker.
+pytestmark = pytest.mark.xdist_group("make-install")
+
 MAKE_TIMEOUT = 300   # make install may have to (re)build the binaries first
 RUN_TIMEOUT = 10
 MAN_PAGE = REPO / "man" / "musicd.8"
@@ -118,6 +122,7 @@ def check_install(destdir, prefix, sysconfdir, *variables, unitdir=None, sbindir
     return expected
 
 
+@pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
 @pytest.mark.parametrize("prefix, sysconfdir", [("/usr", "/etc"), ("/opt/x", "/opt/x/etc"),
                                                 ("/usr/local", "/usr/local/etc")])
 def test_install_then_uninstall_leaves_nothing(tmp_path, prefix, sysconfdir):
@@ -130,6 +135,7 @@ def test_install_then_uninstall_leaves_nothing(tmp_path, prefix, sysconfdir):
     assert (destdir / prefix.lstrip("/") / "sbin").is_dir()
 
 
+@pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
 def test_install_twice_and_uninstall_twice(tmp_path):
     destdir = tmp_path / "stage"
     check_install(destdir, "/usr", "/etc")
@@ -139,6 +145,7 @@ def test_install_twice_and_uninstall_twice(tmp_path):
     assert files_under(destdir) == {}
 
 
+@pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
 def test_directory_variables_are_honoured(tmp_path):
     destdir = tmp_path / "stage"
     check_install(destdir, "/usr", "/srv/conf", "sbindir=/usr/bin", "SYSCONFDIR=/srv/conf",
@@ -149,6 +156,7 @@ def test_directory_variables_are_honoured(tmp_path):
     assert files_under(destdir) == {}
 
 
+@pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
 def test_an_edited_configuration_survives_install_and_uninstall(tmp_path):
     destdir = tmp_path / "stage"
     conf = destdir / "etc" / "musicd" / "musicd.conf"
@@ -169,6 +177,7 @@ def test_an_edited_configuration_survives_install_and_uninstall(tmp_path):
     assert conf.read_text() == edited
 
 
+@pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
 def test_a_shipped_configuration_edited_after_install_is_kept(tmp_path):
     destdir = tmp_path / "stage"
     check_install(destdir, "/usr", "/etc")
@@ -197,10 +206,12 @@ def man_options():
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rendered(MAN_PAGE)))
 
 
+@pytest.mark.no_c_binary
 def test_man_page_renders_without_a_warning():
     assert groff_warnings(MAN_PAGE) == (0, "")
 
 
+@pytest.mark.no_c_binary
 def test_groff_warnings_are_seen(tmp_path):
     """The check above can fail: the page with an undefined macro in it is caught."""
     broken = tmp_path / "musicd.8"
@@ -219,6 +230,7 @@ def test_man_page_names_no_option_help_does_not_list():
     assert not extra, f"in {MAN_PAGE.name} but not in --help: {sorted(extra)}"
 
 
+@pytest.mark.no_c_binary
 def test_man_page_has_the_sections_an_operator_looks_for():
     text = rendered(MAN_PAGE)
     for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "SIGNALS", "FILES",

@@ -123,6 +123,7 @@ ROTATIONS = 5
 LOAD_DEADLINE = 120.0          # seconds (scaled) for all the requests
 
 
+@pytest.mark.load
 def test_rotating_under_load_loses_doubles_and_splits_no_line(musicd, library, tmp_path):
     track = library.add(library.media.short, "short.mp3")
     # One document per failing request: each 404 writes one error-log line naming its own path.

@@ -285,6 +285,7 @@ def test_an_unreachable_database_is_counted_unavailable_and_database_down(musicd
     assert delta(before, after, "musicd_lookup_duration_seconds_count") == 0
 
 
+@pytest.mark.timing
 def test_a_stalled_lookup_is_a_timeout_in_flight_and_a_full_queue_is_rejected(musicd, library,
                                                                               db_proxy):
     lookup_timeout_ms = 1000
@@ -367,6 +368,7 @@ def test_the_metrics_listener_is_one_reuseport_socket_apart_from_the_main_one(mu
     assert_error(resp, 404)
 
 
+@pytest.mark.timing
 def test_out_of_descriptors_the_metrics_listener_pauses_instead_of_spinning(musicd):
     server = start(musicd)
     scrape(server)

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from media import sha256_file
+from media import generated, sha256_file
 from support import scaled, wait_until
 from tcp_proxy import TcpProxy
 from test_deployment import stack
@@ -113,6 +113,7 @@ def test_curl_resumes_a_download_cut_by_a_range(server, big, tmp_path):
     assert f"206 {big.size - 1_000_000} " in server.access_log_lines()[1]
 
 
+@pytest.mark.timing
 def test_curl_resumes_a_download_it_was_killed_in(server, big, tmp_path):
     """curl is killed mid-transfer (a TcpProxy paces musicd's answer at ~320 KB/s, as curl's
     own --limit-rate does not hold back a loopback transfer), then resumes with -C -."""
@@ -183,21 +184,24 @@ def needs(*tools):
 
 @pytest.fixture(scope="module")
 def long_flac(tmp_path_factory):
-    path = tmp_path_factory.mktemp("players") / "long.flac"
-    made = run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", path,
-                "synth", str(LONG_FLAC_SECONDS), "whitenoise", "vol", "0.5"])
-    assert made.returncode == 0, made.stderr
+    def make(path):
+        made = run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", path,
+                    "synth", str(LONG_FLAC_SECONDS), "whitenoise", "vol", "0.5"])
+        assert made.returncode == 0, made.stderr
+    path = generated(tmp_path_factory.mktemp("players") / "long.flac", make, "players-long.flac")
     assert path.stat().st_size > PLAYER_READ_AHEAD, path.stat().st_size
     return path
 
 
 @pytest.fixture(scope="module")
 def long_ogg(tmp_path_factory):
-    path = tmp_path_factory.mktemp("players") / "long.ogg"
-    made = run(["ffmpeg", "-v", "error", "-f", "lavfi",
-                "-i", f"anoisesrc=d={LONG_OGG_SECONDS}:c=pink:r=44100:a=0.3", "-ac", "2",
-                "-c:a", "libvorbis", "-q:a", "10", "-metadata", "title=Long Noise", "-y", path])
-    assert made.returncode == 0, made.stderr
+    def make(path):
+        made = run(["ffmpeg", "-v", "error", "-f", "lavfi",
+                    "-i", f"anoisesrc=d={LONG_OGG_SECONDS}:c=pink:r=44100:a=0.3", "-ac", "2",
+                    "-c:a", "libvorbis", "-q:a", "10", "-metadata", "title=Long Noise", "-y",
+                    path])
+        assert made.returncode == 0, made.stderr
+    path = generated(tmp_path_factory.mktemp("players") / "long.ogg", make, "players-long.ogg")
     assert path.stat().st_size > PLAYER_READ_AHEAD, path.stat().st_size
     return path
 
@@ -438,6 +442,8 @@ def check_gst_launch(base, track):
     assert "Got EOS from element" in text, text[-3000:]
 
 
+@pytest.mark.load  # decodes as fast as it can
+@pytest.mark.timing  # gst-play's first position must come after its seek
 @needs("gst-play-1.0", "gst-launch-1.0")
 def test_gstreamer_plays_to_the_end_and_seeks_with_a_range(server, library, long_ogg):
     track = library.add(long_ogg, "long.ogg")
@@ -454,6 +460,8 @@ def test_gstreamer_plays_to_the_end_and_seeks_with_a_range(server, library, long
     assert_seek_reached_the_origin(server, track, seek_byte)
 
 
+@pytest.mark.load  # decodes as fast as it can
+@pytest.mark.timing  # gst-play's first position must come after its seek
 @needs("gst-play-1.0", "gst-launch-1.0")
 def test_gstreamer_through_varnish_and_nginx(musicd, library, frontends, long_ogg):
     server, nginx, varnish = stack(musicd, frontends)

@@ -17,7 +17,7 @@ import requests
 
 from assertions import assert_file_response
 from media import Library
-from musicd_process import musicd_env, require_binary
+from musicd_process import musicd_env, own_metrics_listener, require_binary
 from support import free_port, port_accepts, scaled, wait_until
 
 TIMEOUT = scaled(10)
@@ -140,8 +140,9 @@ def test_root_without_user_is_warned_about_once(musicd, library):
 
 
 def offline_args(root, port):
+    # A metrics listener of its own: a run that binds would otherwise take musicd's default.
     return ["--listen", f"127.0.0.1:{port}", "--mongodb-uri", "mongodb://127.0.0.1:1/",
-            "--media-root", root, "--access-log", "off"]
+            "--media-root", root, "--access-log", "off", *own_metrics_listener([])]
 
 
 @pytest.mark.parametrize("spec, missing", [("no-such-user-x7", "no such user"),

@@ -12,6 +12,10 @@ from assertions import http_date
 from byteranges import parse_content_range, parse_multipart
 from support import scaled
 
+# The tests only read: one musicd serves the module (conftest.py), but for those marked
+# shared_server(False).
+pytestmark = pytest.mark.shared_server
+
 TIMEOUT = scaled(20)
 DEFAULT_CACHE_CONTROL = "public, max-age=86400"
 ERROR_CACHE_CONTROL = "no-store"
@@ -469,6 +473,7 @@ def test_cache_control_off_leaves_206_without_it(musicd, track):
     assert resp.header_all("Cache-Control") == []
 
 
+@pytest.mark.shared_server(False)  # counts the lines of its musicd's access log
 def test_range_bytes_in_the_access_log(server, track):
     get_range(server, track, "bytes=0-1")
     get_range(server, track, f"bytes={track.size}-")
@@ -477,6 +482,7 @@ def test_range_bytes_in_the_access_log(server, track):
     assert f'"GET {track.url_path} HTTP/1.1" 416 ' in lines[1], lines[1]
 
 
+@pytest.mark.no_c_binary
 def test_content_range_helper_rejects_impossible_values():
     """The checker used above must itself fail on bad values."""
     with pytest.raises(AssertionError):

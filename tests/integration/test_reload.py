@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 
+import pytest
 from bson import ObjectId
 
 import httpraw
@@ -322,6 +323,7 @@ def test_a_keepalive_connection_and_a_download_in_flight_survive_a_reload(musicd
         download.close()
 
 
+@pytest.mark.timing
 def test_a_request_waiting_on_its_lookup_keeps_the_settings_it_started_with(musicd, mongo, db,
                                                                            library, tmp_path,
                                                                            db_proxy):
@@ -427,6 +429,7 @@ def test_without_a_config_file_sighup_changes_nothing_and_musicd_keeps_serving(m
 
 # -- many reloads under load ----------------------------------------------------------------
 
+@pytest.mark.load
 def test_many_sighups_under_load_fail_no_request(musicd, mongo, db, library, tmp_path):
     tracks = [library.add(library.media.short, f"load-{i}.mp3") for i in range(3)]
     values = ["public, max-age=1", "public, max-age=2"]
@@ -519,6 +522,7 @@ def conf_restart_marks(text):
     return marks
 
 
+@pytest.mark.no_c_binary
 def test_musicd_conf_marks_exactly_the_restart_only_settings():
     from support import REPO
     marks = conf_restart_marks((REPO / "config" / "musicd.conf").read_text())
@@ -527,6 +531,7 @@ def test_musicd_conf_marks_exactly_the_restart_only_settings():
     assert not wrong, f"marked [restart] wrongly (True) or not marked (False): {wrong}"
 
 
+@pytest.mark.no_c_binary
 def test_readme_lists_the_live_settings():
     from support import REPO
     text = (REPO / "README.md").read_text()

@@ -152,6 +152,7 @@ def request_at(s, reader, track, swap, offset, results):
     results.append("ok")
 
 
+@pytest.mark.load
 def test_a_replaced_musicd_drops_no_request_and_resets_no_connection(musicd, library,
                                                                      migrate_req):
     short = library.add(library.media.short, "short.mp3")
@@ -217,6 +218,7 @@ def assert_ends_with_a_fin_and_exits_0(server, s):
     assert server.wait() == 0
 
 
+@pytest.mark.timing
 def test_a_request_sent_on_an_idle_connection_just_after_sigterm_is_answered(musicd, library):
     server, short, s, reader = idle_at_sigterm(musicd, library)
     server.wait_for_stderr("stopping")
@@ -229,6 +231,7 @@ def test_a_request_sent_on_an_idle_connection_just_after_sigterm_is_answered(mus
     assert_ends_with_a_fin_and_exits_0(server, s)
 
 
+@pytest.mark.timing
 def test_a_head_half_sent_at_sigterm_is_answered_with_connection_close(musicd, library):
     short = library.add(library.media.short, "short.mp3")
     server = musicd.start()
@@ -245,6 +248,7 @@ def test_a_head_half_sent_at_sigterm_is_answered_with_connection_close(musicd, l
     assert_ends_with_a_fin_and_exits_0(server, s)
 
 
+@pytest.mark.timing
 def test_a_draining_musicd_closes_an_idle_keepalive_connection_with_a_fin(musicd, library):
     server, _, s, _ = idle_at_sigterm(musicd, library)
     assert_ends_with_a_fin_and_exits_0(server, s)

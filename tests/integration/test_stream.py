@@ -3,12 +3,17 @@
 import hashlib
 import os
 
+import pytest
 import requests
 
 import httpraw
 from assertions import assert_file_headers, assert_file_response
 from media import sha256_file
 from support import scaled
+
+# The tests only read: one musicd serves the module (conftest.py); those that start their own
+# start it with the options they test.
+pytestmark = pytest.mark.shared_server
 
 TIMEOUT = scaled(10)
 

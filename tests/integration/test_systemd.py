@@ -171,6 +171,7 @@ def test_reloading_and_ready_are_sent_around_a_sighup(musicd, notify, tmp_path):
     server.wait_for_stderr("SIGHUP: settings reloaded")
 
 
+@pytest.mark.no_c_binary
 def test_unit_reloads_with_sighup():
     assert unit_setting(UNIT.read_text(), "ExecReload") == "/bin/kill -HUP $MAINPID"
 
@@ -223,6 +224,7 @@ class StoppedThread:
         self.call(self.PTRACE_DETACH)
 
 
+@pytest.mark.timing
 def test_a_stuck_worker_withholds_the_watchdog_ping_until_it_runs_again(musicd, notify, library):
     # (fails before the heartbeat: the main thread pinged whatever the workers did.)
     track = library.add(library.media.short, "short.mp3")
@@ -272,6 +274,7 @@ def unit_setting(text, name):
     return values[0]
 
 
+@pytest.mark.no_c_binary
 def test_unit_is_type_notify_with_a_watchdog():
     text = UNIT.read_text()
     assert unit_setting(text, "Type") == "notify"
@@ -303,11 +306,13 @@ def unit_with_built_binary():
     return text.replace("ExecStart=/usr/local/sbin/musicd ", f"ExecStart={MUSICD_BIN} ")
 
 
+@pytest.mark.no_c_binary
 def test_unit_passes_systemd_analyze_verify(tmp_path):
     returncode, about = verify_output(unit_with_built_binary(), tmp_path)
     assert about == [] and returncode == 0, about
 
 
+@pytest.mark.no_c_binary
 def test_systemd_analyze_verify_finds_a_broken_unit(tmp_path):
     # The check above can fail: an unknown setting in the same unit is reported.
     broken = unit_with_built_binary().replace("[Service]\n", "[Service]\nWatchdogSecs=30s\n")

@@ -23,6 +23,10 @@ from support import SANITIZED, SANITIZER_ENV, scaled, wait_until
 from test_hostile import assert_408_then_closed, drip
 from test_metrics import scrape
 
+# The tests that take `server` only read: one musicd serves the module (conftest.py), but for
+# those marked shared_server(False).
+pytestmark = pytest.mark.shared_server
+
 TIMEOUT = scaled(10)
 MiB = 1 << 20
 RSS_GROWTH_LIMIT = 64 * MiB
@@ -159,6 +163,7 @@ def answers_that_fit_unread(server, one_answer):
     return held // one_answer
 
 
+@pytest.mark.load
 @pytest.mark.parametrize("last", [
     b"GET / HTTP/1.1\r\nHost: h\r\nno colon\r\n\r\n",        # a head evhttp cannot parse
     b"BREW /pot HTTP/1.1\r\nHost: h\r\n\r\n",                  # a method it does not know
@@ -187,6 +192,8 @@ def test_input_stays_bounded_while_the_answer_to_a_refused_request_waits(small_s
 
 # -- 2. the metrics listener has the wire's protections -------------------------------------------
 
+@pytest.mark.shared_server(False)  # its musicd's resident memory is measured
+@pytest.mark.load
 def test_pipelined_scrapes_never_read_then_junk_do_not_grow_musicd(server):
     # (fails before the fix: the metrics listener was an evhttp of its own, which read on with
     # no bound while its answers waited: 12 -> 528 MiB for 2,000 scrapes and 512 MiB of junk.)
@@ -197,6 +204,7 @@ def test_pipelined_scrapes_never_read_then_junk_do_not_grow_musicd(server):
         f"musicd grew {growth / MiB:.0f} MiB while the client sent {sent / MiB:.0f} MiB"
 
 
+@pytest.mark.timing
 def test_a_head_dribbled_to_the_metrics_port_gets_408_at_the_header_timeout(musicd):
     # (fails before the fix: evhttp's timeout restarts at every read, so it never came.)
     server = musicd.start(extra_args=["--header-timeout", "2"])
@@ -205,6 +213,7 @@ def test_a_head_dribbled_to_the_metrics_port_gets_408_at_the_header_timeout(musi
     assert_408_then_closed(*result, timeout=2)
 
 
+@pytest.mark.load
 def test_connections_hoarded_on_the_metrics_port_never_starve_the_track_port(musicd, library):
     # (fails before the fix: slow connections to the metrics listener took every descriptor
     # under the limit, and track requests and /healthz timed out.) The metrics listener keeps
@@ -344,6 +353,7 @@ def test_a_chunk_extension_is_ignored_not_refused(server, library):
             assert resp.status == 200 and resp.body == track.data
 
 
+@pytest.mark.shared_server(False)  # reads the last line of its musicd's access log
 def test_an_absolute_form_target_is_served_as_its_origin_form(server, library):
     # (fails before the fix: it was a "proxy request": 404 and the connection closed.)
     track = library.add(library.media.short, "short.mp3")
@@ -359,6 +369,7 @@ def test_an_absolute_form_target_is_served_as_its_origin_form(server, library):
     assert f'"GET {absolute} HTTP/1.1" 200' in line
 
 
+@pytest.mark.shared_server(False)  # counts its musicd's answers
 def test_refused_requests_are_logged_and_counted(server):
     refused(server.port, b"BREW /pot HTTP/1.1\r\nHost: h\r\n\r\n", 501)
     line = server.wait_for_access_log(1)[-1]
