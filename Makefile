@@ -136,8 +136,13 @@ fuzz: fuzz-build
 $(OBJ) $(ASAN_OBJ) $(TSAN_OBJ) build/tests build/fuzz:
 	mkdir -p $@
 
+# What each target installs (scripts/install-deps): demo, the build and the demo's needs; test,
+# those and the test toolchain; deb, the build's and the packaging tools.
 deps:
-	@scripts/install-deps
+	@scripts/install-deps test
+
+demo-deps:
+	@scripts/install-deps demo
 
 ferretdb:
 	@scripts/ferretdb build
@@ -153,7 +158,7 @@ test: deps
 	@scripts/ferretdb build
 	@scripts/run-tests
 
-demo: deps
+demo: demo-deps
 	@$(MAKE) --no-print-directory -s all
 	@scripts/ferretdb build
 	@scripts/demo
@@ -232,4 +237,4 @@ uninstall:
 	done
 	-@rmdir $(DESTDIR)$(sysconfdir)/musicd 2>/dev/null || true
 
-.PHONY: all asan unit-build unit layers fuzz-build fuzz deps ferretdb test demo bench clean install uninstall
+.PHONY: all asan unit-build unit layers fuzz-build fuzz deps demo-deps ferretdb test demo bench clean install uninstall
