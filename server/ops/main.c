@@ -221,7 +221,11 @@ int main(int argc, char **argv)
 		status = run_failed(error);
 		goto out;
 	}
-	if (config.user != NULL && privileges_resolve(config.user, &user, error, sizeof(error)) < 0) {
+	char user_setting[CONFIG_ERROR_MAX + 8];
+	snprintf(user_setting, sizeof(user_setting), "%s%s", config.user_origin,
+		 config.user_origin[0] != '\0' ? ": user" : "--user");
+	if (config.user != NULL &&
+	    privileges_resolve(config.user, user_setting, &user, error, sizeof(error)) < 0) {
 		status = run_failed(error);
 		goto out_roots;
 	}

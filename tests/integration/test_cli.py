@@ -231,6 +231,28 @@ def test_header_value_longer_than_1024_bytes_exits_2_naming_it(offline_musicd, t
     assert_startup_error(result, option.lstrip("-"), "1025 bytes", "1024", port=port)
 
 
+@pytest.mark.parametrize("check", [[], ["-t"]], ids=["start", "check-config"])
+def test_a_config_file_user_that_does_not_exist_exits_2_naming_the_file_and_line(
+        offline_musicd, tmp_path, check):
+    port = free_port()
+    conf = tmp_path / "musicd.conf"
+    conf.write_text("# the operator's\nworkers = 2\nuser = no-such-user-x7\n")
+    result = offline_musicd.run(offline_args(tmp_path, port) + ["--config", conf] + check)
+    assert result.returncode == 2, result
+    assert result.stderr == f"musicd: {conf}:3: user no-such-user-x7: no such user\n", result
+    assert not port_accepts(port)
+
+
+def test_a_user_flag_replaces_the_config_file_user_and_its_error_names_the_flag(offline_musicd,
+                                                                               tmp_path):
+    conf = tmp_path / "musicd.conf"
+    conf.write_text("user = no-such-user-x7\n")
+    result = offline_musicd.run(offline_args(tmp_path, free_port()) +
+                                ["--config", conf, "--user", "no-such-user-y8", "-t"])
+    assert result.returncode == 2, result
+    assert result.stderr == "musicd: --user no-such-user-y8: no such user\n", result
+
+
 def test_header_value_with_a_cr_in_the_config_file_exits_2_naming_it(offline_musicd, tmp_path):
     port = free_port()
     conf = tmp_path / "musicd.conf"
