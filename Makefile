@@ -219,11 +219,12 @@ MAN_SED := -e 's|/etc/musicd/|$(sysconfdir)/musicd/|g' -e 's|/usr/sbin/musicd|$(
 	-e 's|/usr/lib/systemd/system/musicd\.service|$(SYSTEMDUNITDIR)/musicd.service|g' \
 	-e 's|/etc/logrotate\.d/musicd|$(LOGROTATEDIR)/musicd|g'
 CONF_LINES := 'media-root = /var/lib/musicd/music' 'access-log = /var/log/musicd/access.log' \
-	'error-log = /var/log/musicd/error.log' 'user = musicd'
+	'error-log = /var/log/musicd/error.log' 'user = musicd' 'pid-file = /run/musicd/musicd.pid'
 CONF_SED := -e 's|^\#media-root = /srv/music$$|media-root = /var/lib/musicd/music|' \
 	-e 's|^access-log = off$$|access-log = /var/log/musicd/access.log|' \
 	-e 's|^error-log = stderr$$|error-log = /var/log/musicd/error.log|' \
-	-e 's|^\#user = musicd$$|user = musicd|'
+	-e 's|^\#user = musicd$$|user = musicd|' \
+	-e 's|^pid-file = off$$|pid-file = /run/musicd/musicd.pid|'
 
 # Where the system reads each kind of file: an install elsewhere says so (make install
 # PREFIX=/opt/x: systemd, systemd-tmpfiles and logrotate would not see it).

@@ -89,6 +89,7 @@ void config_free(struct config *config)
 	free(config->access_log);
 	free(config->error_log);
 	free(config->user);
+	free(config->pid_file);
 	free(config->error_cache_control);
 	free(config->cache_control);
 	memset(config, 0, sizeof(*config));

@@ -62,6 +62,7 @@ struct config {
 	char *access_log;	    /* a path, "-" for stdout, or NULL for off */
 	char *error_log;	    /* a path, or LOG_TARGET_STDERR */
 	char *user;		    /* --user USER[:GROUP] to drop to; NULL to stay who started */
+	char *pid_file;		    /* --pid-file, written once serving; NULL for off */
 	/*
 	 * "FILE:LINE" when the config file set user (and no flag replaced it), else "":
 	 * main looks the user up after loading, and names that line as config's own

@@ -26,6 +26,7 @@ LAYOUT_LINES = {
     "access-log = off": "access-log = /var/log/musicd/access.log",
     "error-log = stderr": "error-log = /var/log/musicd/error.log",
     "#user = musicd": "user = musicd",
+    "pid-file = off": "pid-file = /run/musicd/musicd.pid",
 }
 
 

@@ -234,11 +234,12 @@ def logrotate(tmp_path, config):
 
 def test_shipped_logrotate_file_rotates_a_running_musicd(musicd, library, tmp_path):
     track = library.add(library.media.short, "short.mp3")
-    server, access_log, error_log = start_with_logs(musicd, tmp_path)
+    pid_file = tmp_path / "musicd.pid"
+    server, access_log, error_log = start_with_logs(musicd, tmp_path,
+                                                    extra_args=["--pid-file", pid_file])
     assert requests.get(server.url + track.url_path + "?first", timeout=TIMEOUT).ok
     wait_for_line(access_log, "?first")
-    pid_file = tmp_path / "musicd.pid"
-    pid_file.write_text(f"{server.pid}\n")
+    assert pid_file.read_text() == f"{server.pid}\n"
     result = logrotate(tmp_path, logrotate_config_for(tmp_path, access_log.parent, pid_file))
     assert result.returncode == 0 and "error" not in result.stderr.lower(), result
 
