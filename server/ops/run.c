@@ -238,9 +238,11 @@ static void stop_workers(struct running *running, struct db_pool *db, unsigned g
 static void log_started(const struct config *config, const struct resources *resources,
 			unsigned long long descriptor_limit)
 {
-	log_info("musicd %s listening on %s:%u (%u workers, %u lookup threads, database %s.%s)",
-		 MUSICD_VERSION, config->listen_host, config->listen_port, config->workers,
-		 config->lookup_threads, config->database, config->collection);
+	bool v6 = strchr(config->listen_host, ':') != NULL;
+	log_info("musicd %s listening on %s%s%s:%u (%u workers, %u lookup threads, database %s.%s)",
+		 MUSICD_VERSION, v6 ? "[" : "", config->listen_host, v6 ? "]" : "",
+		 config->listen_port, config->workers, config->lookup_threads, config->database,
+		 config->collection);
 	log_info("descriptor limit %llu: at most %u connections at once", descriptor_limit,
 		 config->max_connections);
 	log_info("files are delivered by %s", resources->handoff->name);

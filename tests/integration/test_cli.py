@@ -109,6 +109,35 @@ def test_no_media_root_exits_2_naming_the_option(musicd, mongo, db):
     assert_startup_error(result, "media-root", port=port)
 
 
+def ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback (::1) on this machine")
+def test_listen_on_a_bare_port_serves_every_address_ipv4_and_ipv6(musicd, mongo, db, library):
+    track = library.add(library.media.short, "short.mp3")
+    port = free_port()
+    server = musicd.start(base_args=False, port=port, extra_args=[
+        "--listen", f":{port}", "--mongodb-uri", mongo.uri, "--database", db.name,
+        "--media-root", library.root, "--access-log", "off"])
+    for host in ("127.0.0.1", "[::1]"):
+        resp = requests.get(f"http://{host}:{port}{track.url_path}", timeout=TIMEOUT)
+        assert_file_response(resp, track.path)
+    assert server.wait_for_stderr(f"listening on [::]:{port} ")
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback (::1) on this machine")
+def test_listen_on_an_ipv4_address_does_not_serve_ipv6(musicd, library):
+    server = musicd.start()  # --listen 127.0.0.1:PORT
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://[::1]:{server.port}/healthz", timeout=TIMEOUT)
+
+
 def test_port_in_use_exits_2_naming_it(musicd, mongo, db, library):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
