@@ -168,7 +168,7 @@ demo: demo-deps
 # The Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/build-deb, README "Install").
 deb:
 	@scripts/install-deps deb
-	@scripts/build-deb
+	@DEBDIR=$(DEBDIR) scripts/build-deb
 
 bench: deps
 	@$(MAKE) --no-print-directory -s all
