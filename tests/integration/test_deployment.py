@@ -125,8 +125,8 @@ def test_shipped_systemd_unit_verifies(tmp_path):
 def test_systemd_unit_command_line_with_the_installed_configuration_serves(musicd, library,
                                                                            tmp_path):
     """The unit's ExecStart reads the configuration make install and the package install; that
-    file, with this machine's database, library, logs and user given as flags (which override
-    it), serves a track."""
+    file, with this machine's database, library, logs, pid file and user given as flags (which
+    override it), serves a track."""
     assert unit_exec_start() == [SHIPPED_BINARY, "--config", SHIPPED_CONFIG]
     made = subprocess.run(["make", "-s", "-C", str(REPO), "build/install/musicd.conf"],
                           capture_output=True, text=True, timeout=60)
@@ -136,6 +136,7 @@ def test_systemd_unit_command_line_with_the_installed_configuration_serves(music
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(extra_args=["--config", REPO / "build" / "install" / "musicd.conf",
                                       "--error-log", logs / "error.log",
+                                      "--pid-file", logs / "musicd.pid",
                                       "--user", pwd.getpwuid(os.getuid()).pw_name])
     resp = get(server, track)
     assert resp.status_code == 200 and resp.content == track.data
