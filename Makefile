@@ -4,7 +4,9 @@
 #               fuzz, integration, and integration again under ASan/UBSan)
 #   make layers server/'s include graph: layers only include layers below them, no cycle,
 #               event2/http_struct.h in one module of wire/
-#   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
+#   make demo   install what the demo needs, build, start FerretDB, make a sample library, run
+#               musicd (DEMO_PORT, DEMO_METRICS_PORT, DEMO_DB_PORT, DEMO_MONGODB_URI: scripts/demo)
+#   make deb    the Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/build-deb)
 #   make install / make uninstall   (GNU conventions: PREFIX, DESTDIR, bindir, sbindir, ...; below)
 CC       ?= cc
 PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd
