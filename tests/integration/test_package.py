@@ -28,7 +28,16 @@ EXAMPLES = ["nginx-musicd.conf", "nginx-musicd-offload.conf", "nginx-musicd-clus
             "varnish-musicd.vcl", "varnish-musicd-cluster.vcl"]
 
 
+# What dpkg-buildpackage run in the tree itself would leave there.
+BUILD_LEFTOVERS = ["debian/musicd", "debian/files", "debian/.debhelper", "debian/musicd.substvars",
+                   "debian/debhelper-build-stamp", "debian/musicd.postinst.debhelper"]
+
+
 def git_status():
+    """What git sees in the tree, or None outside a git checkout (a copy made by git archive,
+    as scripts/check-fresh-machine's)."""
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        return None
     return subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--ignored=no"],
                           capture_output=True, text=True, check=True).stdout
 
@@ -85,7 +94,7 @@ def test_make_deb_leaves_the_package_it_names_and_nothing_in_the_tree(package):
     assert package.result.stdout.splitlines()[-1] == str(package.deb)
     assert package.deb.is_file()
     assert package.status_after == package.status_before
-    assert not (REPO / "debian" / "musicd").exists() and not (REPO / "debian" / "files").exists()
+    assert [path for path in BUILD_LEFTOVERS if (REPO / path).exists()] == []
 
 
 def test_the_package_is_musicd_at_the_tree_s_version(package):
