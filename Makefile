@@ -80,7 +80,7 @@ $(ASAN_OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION
 	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 $(OBJ)/import/%.o: import/%.cpp $(wildcard import/*.h) Makefile | $(OBJ)/import
-	$(CXX) $(IMPORT_CXXFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CXX) $(IMPORT_CXXFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(ASAN_OBJ)/import/%.o: import/%.cpp $(wildcard import/*.h) Makefile | $(ASAN_OBJ)/import
 	$(CXX) $(IMPORT_CXXFLAGS) $(SAN_FLAGS) -c -o $@ $<
