@@ -4,7 +4,9 @@
 #               fuzz, integration, and integration again under ASan/UBSan)
 #   make layers server/'s include graph: layers only include layers below them, no cycle,
 #               event2/http_struct.h in one module of wire/
-#   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
+#   make demo   install what the demo needs, build, start FerretDB, make a sample library, run
+#               musicd (DEMO_PORT, DEMO_METRICS_PORT, DEMO_DB_PORT, DEMO_MONGODB_URI: scripts/demo)
+#   make deb    the Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/build-deb)
 #   make install / make uninstall   (GNU conventions: PREFIX, DESTDIR, bindir, sbindir, ...; below)
 CC       ?= cc
 PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd
@@ -13,6 +15,8 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) $(PKG_CFLAGS) -Iserver
 CFLAGS   ?= -O2 -g
+# CPPFLAGS and LDFLAGS (empty unless given: dpkg-buildflags' hardening for the Debian package) go
+# into build/musicd and build/musicd-import.
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 VERSION  := $(shell cat VERSION)
 
@@ -29,11 +33,11 @@ ASAN_OBJ := build/asan/obj
 all: build/musicd build/musicd-import
 
 build/musicd: $(SERVER_SRCS:server/%.c=$(OBJ)/%.o)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
 
 $(OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 asan: build/asan/musicd build/asan/musicd-import
 
@@ -64,19 +68,19 @@ IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) $(A
 	$(IMPORT_SHARED:server/%.c=$(ASAN_OBJ)/%.o)
 
 build/musicd-import: $(IMPORT_OBJS)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(IMPORT_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(IMPORT_LIBS)
 
 build/asan/musicd-import: $(ASAN_OBJ)/import/main.o $(IMPORT_ASAN_LIB_OBJS)
 	$(CC) $(SAN_FLAGS) -pthread -o $@ $^ $(IMPORT_LIBS)
 
 $(OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION Makefile | $(OBJ)/import
-	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 $(ASAN_OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION Makefile | $(ASAN_OBJ)/import
 	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
 
 $(OBJ)/import/%.o: import/%.cpp $(wildcard import/*.h) Makefile | $(OBJ)/import
-	$(CXX) $(IMPORT_CXXFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CXX) $(IMPORT_CXXFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(ASAN_OBJ)/import/%.o: import/%.cpp $(wildcard import/*.h) Makefile | $(ASAN_OBJ)/import
 	$(CXX) $(IMPORT_CXXFLAGS) $(SAN_FLAGS) -c -o $@ $<
@@ -136,8 +140,13 @@ fuzz: fuzz-build
 $(OBJ) $(ASAN_OBJ) $(TSAN_OBJ) build/tests build/fuzz:
 	mkdir -p $@
 
+# What each target installs (scripts/install-deps): demo, the build and the demo's needs; test,
+# those and the test toolchain; deb, the build's and the packaging tools.
 deps:
-	@scripts/install-deps
+	@scripts/install-deps test
+
+demo-deps:
+	@scripts/install-deps demo
 
 ferretdb:
 	@scripts/ferretdb build
@@ -153,10 +162,15 @@ test: deps
 	@scripts/ferretdb build
 	@scripts/run-tests
 
-demo: deps
+demo: demo-deps
 	@$(MAKE) --no-print-directory -s all
 	@scripts/ferretdb build
 	@scripts/demo
+
+# The Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/build-deb, README "Install").
+deb:
+	@scripts/install-deps deb
+	@DEBDIR=$(DEBDIR) scripts/build-deb
 
 bench: deps
 	@$(MAKE) --no-print-directory -s all
@@ -170,7 +184,8 @@ clean:
 # sysconfdir is $(prefix)/etc as GNU says, except for PREFIX=/usr, whose configuration belongs
 # in /etc (FHS): /usr/local -> /usr/local/etc, /opt/x -> /opt/x/etc, /usr -> /etc.
 # Files under sysconfdir (musicd.conf, the logrotate file) are the operator's: install never
-# overwrites one, uninstall removes one only if it is still the shipped file.
+# overwrites one, uninstall removes one only if it is still the installed file.
+# The Debian package (make deb) is this install with PREFIX=/usr and SYSTEMDUNITDIR=/lib/systemd/system.
 PREFIX         ?= /usr/local
 prefix         ?= $(PREFIX)
 exec_prefix    ?= $(prefix)
@@ -187,6 +202,8 @@ SYSCONFDIR     ?= $(prefix)/etc
 endif
 sysconfdir     ?= $(SYSCONFDIR)
 SYSTEMDUNITDIR ?= $(prefix)/lib/systemd/system
+TMPFILESDIR    ?= $(prefix)/lib/tmpfiles.d
+SYSUSERSDIR    ?= $(prefix)/lib/sysusers.d
 LOGROTATEDIR   ?= $(sysconfdir)/logrotate.d
 INSTALL        ?= install
 INSTALL_PROGRAM ?= $(INSTALL) -m 755
@@ -194,37 +211,80 @@ INSTALL_DATA   ?= $(INSTALL) -m 644
 
 CONF_INSTALLED := $(DESTDIR)$(sysconfdir)/musicd/musicd.conf
 LOGROTATE_INSTALLED := $(DESTDIR)$(LOGROTATEDIR)/musicd
-# The unit's ExecStart and the man page's paths, rewritten to where this install puts things
-# (both are written for PREFIX=/usr in the repository).
-UNIT_SED := -e 's|^ExecStart=[^ ]*/musicd\b|ExecStart=$(sbindir)/musicd|'
+# The repository's unit and man page are written for PREFIX=/usr: their paths are rewritten to
+# where this install puts things. The configuration gets the installed layout's lines (its
+# header lists them): the media root, the logs in /var/log/musicd (where the logrotate file
+# looks), the user of the unit. Each rewrite is checked to have happened.
+UNIT_SED := -e 's|^ExecStart=/usr/sbin/musicd --config /etc/musicd/musicd\.conf$$|ExecStart=$(sbindir)/musicd --config $(sysconfdir)/musicd/musicd.conf|'
+TEMPLATE_SED := -e 's|^Description=musicd, |Description=musicd (instance %i), |'
 MAN_SED := -e 's|/etc/musicd/|$(sysconfdir)/musicd/|g' -e 's|/usr/sbin/musicd|$(sbindir)/musicd|g' \
 	-e 's|/usr/lib/systemd/system/musicd\.service|$(SYSTEMDUNITDIR)/musicd.service|g' \
 	-e 's|/etc/logrotate\.d/musicd|$(LOGROTATEDIR)/musicd|g'
+CONF_LINES := 'media-root = /var/lib/musicd/music' 'access-log = /var/log/musicd/access.log' \
+	'error-log = /var/log/musicd/error.log' 'user = musicd' 'pid-file = /run/musicd/musicd.pid'
+CONF_SED := -e 's|^\#media-root = /srv/music$$|media-root = /var/lib/musicd/music|' \
+	-e 's|^access-log = off$$|access-log = /var/log/musicd/access.log|' \
+	-e 's|^error-log = stderr$$|error-log = /var/log/musicd/error.log|' \
+	-e 's|^\#user = musicd$$|user = musicd|' \
+	-e 's|^pid-file = off$$|pid-file = /run/musicd/musicd.pid|'
 
-install: build/musicd build/musicd-import
+# Where the system reads each kind of file: an install elsewhere says so (make install
+# PREFIX=/opt/x: systemd, systemd-tmpfiles and logrotate would not see it).
+SYSTEMD_READS := /etc/systemd/system /usr/local/lib/systemd/system /usr/lib/systemd/system /lib/systemd/system
+TMPFILES_READS := /etc/tmpfiles.d /usr/local/lib/tmpfiles.d /usr/lib/tmpfiles.d
+SYSUSERS_READS := /etc/sysusers.d /usr/local/lib/sysusers.d /usr/lib/sysusers.d
+LOGROTATE_READS := /etc/logrotate.d
+# $(call unread,DIR,READS,TOOL,FILE,VARIABLE): the note, or nothing.
+unread = $(if $(filter $(patsubst %/,%,$(1)),$(2)),,echo "install: $(DESTDIR)$(1)/$(4): $(3) reads only $(2) (give $(5)=$(firstword $(2)))";)
+
+# The configuration as installed (the same for every PREFIX).
+build/install/musicd.conf: config/musicd.conf Makefile
+	@mkdir -p build/install
+	@tmp=$@.$$$$.tmp; sed $(CONF_SED) $< >$$tmp && \
+	for line in $(CONF_LINES); do \
+		grep -qx "$$line" $$tmp || { echo "$$line: not in $@" >&2; rm -f $$tmp; exit 1; }; \
+	done && mv $$tmp $@
+
+UNIT_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
+TEMPLATE_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd@.service
+MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
+
+install: build/musicd build/musicd-import build/install/musicd.conf
 	$(INSTALL) -d -m 755 $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) $(DESTDIR)$(sysconfdir)/musicd \
-		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir)
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir)
 	$(INSTALL_PROGRAM) build/musicd $(DESTDIR)$(sbindir)/musicd
 	$(INSTALL_PROGRAM) build/musicd-import $(DESTDIR)$(bindir)/musicd-import
 	@if [ -e $(CONF_INSTALLED) ]; then echo "install: $(CONF_INSTALLED) exists, kept"; \
 	else \
-		$(INSTALL_DATA) config/musicd.conf $(CONF_INSTALLED); fi
+		$(INSTALL_DATA) build/install/musicd.conf $(CONF_INSTALLED); fi
 	@if [ -e $(LOGROTATE_INSTALLED) ]; then echo "install: $(LOGROTATE_INSTALLED) exists, kept"; \
 	else \
 		$(INSTALL_DATA) config/musicd.logrotate $(LOGROTATE_INSTALLED); fi
-	mkdir -p build/install
-	sed $(UNIT_SED) config/musicd.service >build/install/musicd.service
-	grep -q '^ExecStart=$(sbindir)/musicd' build/install/musicd.service
-	$(INSTALL_DATA) build/install/musicd.service $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
-	sed $(MAN_SED) man/musicd.8 >build/install/musicd.8
-	$(INSTALL_DATA) build/install/musicd.8 $(DESTDIR)$(man8dir)/musicd.8
+	sed $(UNIT_SED) config/musicd.service >$(UNIT_INSTALLED)
+	grep -qx 'ExecStart=$(sbindir)/musicd --config $(sysconfdir)/musicd/musicd.conf' $(UNIT_INSTALLED)
+	sed $(TEMPLATE_SED) $(UNIT_INSTALLED) >$(TEMPLATE_INSTALLED)
+	grep -q '^Description=musicd (instance %i), ' $(TEMPLATE_INSTALLED)
+	sed $(MAN_SED) man/musicd.8 >$(MAN_INSTALLED)
+	chmod 644 $(UNIT_INSTALLED) $(TEMPLATE_INSTALLED) $(MAN_INSTALLED)
+	$(INSTALL_DATA) config/musicd.tmpfiles $(DESTDIR)$(TMPFILESDIR)/musicd.conf
+	$(INSTALL_DATA) config/musicd.sysusers $(DESTDIR)$(SYSUSERSDIR)/musicd.conf
 	$(INSTALL_DATA) import/musicd-import.1 $(DESTDIR)$(man1dir)/musicd-import.1
+	@$(call unread,$(SYSTEMDUNITDIR),$(SYSTEMD_READS),systemd,musicd.service,SYSTEMDUNITDIR)
+	@$(call unread,$(TMPFILESDIR),$(TMPFILES_READS),systemd-tmpfiles,musicd.conf,TMPFILESDIR)
+	@$(call unread,$(SYSUSERSDIR),$(SYSUSERS_READS),systemd-sysusers,musicd.conf,SYSUSERSDIR)
+	@$(call unread,$(LOGROTATEDIR),$(LOGROTATE_READS),logrotate,musicd,LOGROTATEDIR)
+	@if [ -z "$(DESTDIR)" ]; then \
+		echo "install: next, as root: the user and the directories of the layout, then the unit:"; \
+		echo "    systemd-sysusers $(SYSUSERSDIR)/musicd.conf && systemd-tmpfiles --create $(TMPFILESDIR)/musicd.conf"; \
+		echo "    systemctl daemon-reload && systemctl enable --now musicd"; fi
 
-uninstall:
+uninstall: build/install/musicd.conf
 	rm -f $(DESTDIR)$(sbindir)/musicd $(DESTDIR)$(bindir)/musicd-import \
-		$(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service \
-		$(DESTDIR)$(man8dir)/musicd.8 $(DESTDIR)$(man1dir)/musicd-import.1
-	@for pair in config/musicd.conf:$(CONF_INSTALLED) config/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
+		$(UNIT_INSTALLED) $(TEMPLATE_INSTALLED) \
+		$(DESTDIR)$(TMPFILESDIR)/musicd.conf $(DESTDIR)$(SYSUSERSDIR)/musicd.conf \
+		$(MAN_INSTALLED) $(DESTDIR)$(man1dir)/musicd-import.1
+	@for pair in build/install/musicd.conf:$(CONF_INSTALLED) config/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
 		shipped=$${pair%%:*}; installed=$${pair#*:}; \
 		if [ ! -e "$$installed" ]; then :; \
 		elif cmp -s "$$shipped" "$$installed"; then rm -f "$$installed"; \
@@ -232,4 +292,4 @@ uninstall:
 	done
 	-@rmdir $(DESTDIR)$(sysconfdir)/musicd 2>/dev/null || true
 
-.PHONY: all asan unit-build unit layers fuzz-build fuzz deps ferretdb test demo bench clean install uninstall
+.PHONY: all asan unit-build unit layers fuzz-build fuzz deps demo-deps ferretdb test demo deb bench clean install uninstall

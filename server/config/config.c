@@ -89,6 +89,7 @@ void config_free(struct config *config)
 	free(config->access_log);
 	free(config->error_log);
 	free(config->user);
+	free(config->pid_file);
 	free(config->error_cache_control);
 	free(config->cache_control);
 	memset(config, 0, sizeof(*config));
@@ -159,7 +160,8 @@ int config_parse_listen(const char *text, char *host, size_t host_size, uint16_t
 	if (parse_unsigned(colon + 1, 1, 65535, &value) < 0)
 		return -1;
 	if (host_length == 0) {
-		host_start = "0.0.0.0";
+		/* ":PORT": every address of both families (listener.c: "::" without IPV6_V6ONLY). */
+		host_start = "::";
 		host_length = strlen(host_start);
 	}
 	if (host_length >= host_size)

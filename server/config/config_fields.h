@@ -62,6 +62,13 @@ struct config {
 	char *access_log;	    /* a path, "-" for stdout, or NULL for off */
 	char *error_log;	    /* a path, or LOG_TARGET_STDERR */
 	char *user;		    /* --user USER[:GROUP] to drop to; NULL to stay who started */
+	char *pid_file;		    /* --pid-file, written once serving; NULL for off */
+	/*
+	 * "FILE:LINE" when the config file set user (and no flag replaced it), else "":
+	 * main looks the user up after loading, and names that line as config's own
+	 * errors name theirs.
+	 */
+	char user_origin[CONFIG_ERROR_MAX];
 	char *cache_control;	    /* sent on 200, 206 and 304; NULL for off */
 	unsigned max_ranges;	    /* more ranges than this in one request: 200, whole file */
 	unsigned max_pending_lookups;	  /* queued or running; beyond it, 503 at once */

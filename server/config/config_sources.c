@@ -68,6 +68,9 @@ int config_parse_text(struct config *config, const char *text, const char *sourc
 			snprintf(error, error_size, "%s:%u: %s", source, line_number, reason);
 			return -1;
 		}
+		if (strcmp(name, "user") == 0)
+			snprintf(config->user_origin, sizeof(config->user_origin), "%s:%u", source,
+				 line_number);
 	}
 	return 0;
 }
@@ -219,6 +222,8 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 		}
 		if (apply_flag(config, &flag, error, error_size) < 0)
 			return -1;
+		if (flag_is(&flag, "user"))
+			config->user_origin[0] = '\0';
 	}
 	if (check_only)
 		*action = CONFIG_ACTION_CHECK;

@@ -144,6 +144,10 @@ static const struct option_spec options[] = {
 	{"user", "USER[:GROUP]", STRING(user),
 	 .help = "once the listeners are bound and the logs open, run as USER (its groups, or "
 		 "GROUP); for a musicd started as root"},
+	{"pid-file", "FILE|off", STRING_OR_OFF(pid_file),
+	 .help = "once musicd serves (listeners bound, --user taken), write its pid to FILE, "
+		 "removed at exit; off: none",
+	 .default_value = "off"},
 };
 
 _Static_assert(sizeof(options) / sizeof(options[0]) <= CONFIG_OPTION_MAX,

@@ -32,6 +32,7 @@
 #include "ops/descriptor_budget.h"
 #include "ops/log_files.h"
 #include "ops/notify.h"
+#include "ops/pid_file.h"
 #include "ops/privileges.h"
 #include "ops/reload.h"
 #include "ops/run.h"
@@ -167,6 +168,23 @@ static int check_spool(const struct config *config, const struct privileges *use
 	return privileges_check_as(user, check_spool_as_user, &spool, error, error_size);
 }
 
+static int check_pid_file_as_user(const void *path, char *error, size_t error_size)
+{
+	return pid_file_check(path, error, error_size);
+}
+
+/* -t: the pid file as run writes it, after the drop to --user (as check_spool). */
+static int check_pid_file(const struct config *config, const struct privileges *user,
+			  char *error, size_t error_size)
+{
+	if (config->pid_file == NULL)
+		return 0;
+	if (user == NULL || geteuid() != 0)
+		return pid_file_check(config->pid_file, error, error_size);
+	return privileges_check_as(user, check_pid_file_as_user, config->pid_file, error,
+				   error_size);
+}
+
 int main(int argc, char **argv)
 {
 	struct config config;
@@ -221,7 +239,11 @@ int main(int argc, char **argv)
 		status = run_failed(error);
 		goto out;
 	}
-	if (config.user != NULL && privileges_resolve(config.user, &user, error, sizeof(error)) < 0) {
+	char user_setting[CONFIG_ERROR_MAX + 8];
+	snprintf(user_setting, sizeof(user_setting), "%s%s", config.user_origin,
+		 config.user_origin[0] != '\0' ? ": user" : "--user");
+	if (config.user != NULL &&
+	    privileges_resolve(config.user, user_setting, &user, error, sizeof(error)) < 0) {
 		status = run_failed(error);
 		goto out_roots;
 	}
@@ -231,6 +253,8 @@ int main(int argc, char **argv)
 		if (log_files_check(&config, error, sizeof(error)) < 0 ||
 		    check_spool(&config, config.user != NULL ? &user : NULL, error,
 				sizeof(error)) < 0 ||
+		    check_pid_file(&config, config.user != NULL ? &user : NULL, error,
+				   sizeof(error)) < 0 ||
 		    db_pool_check_uri(&config, error, sizeof(error)) < 0) {
 			status = run_failed(error);
 		} else {

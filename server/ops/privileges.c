@@ -40,24 +40,25 @@ int privileges_parse(const char *spec, char *user, size_t user_size, char *group
 	return 0;
 }
 
-int privileges_resolve(const char *spec, struct privileges *out, char *error, size_t error_size)
+int privileges_resolve(const char *spec, const char *setting, struct privileges *out, char *error,
+		       size_t error_size)
 {
 	char group[PRIVILEGES_NAME_MAX];
 	char *buffer = NULL;
 	int status = -1;
 
 	if (privileges_parse(spec, out->user, sizeof(out->user), group, sizeof(group)) < 0) {
-		snprintf(error, error_size, "--user %s: not USER or USER:GROUP", spec);
+		snprintf(error, error_size, "%s %s: not USER or USER:GROUP", setting, spec);
 		return -1;
 	}
 	if ((buffer = malloc(LOOKUP_BUFFER_SIZE)) == NULL) {
-		snprintf(error, error_size, "--user %s: out of memory", spec);
+		snprintf(error, error_size, "%s %s: out of memory", setting, spec);
 		return -1;
 	}
 	struct passwd passwd, *found_user = NULL;
 	int failed = getpwnam_r(out->user, &passwd, buffer, LOOKUP_BUFFER_SIZE, &found_user);
 	if (found_user == NULL) {
-		snprintf(error, error_size, "--user %s: %s", spec,
+		snprintf(error, error_size, "%s %s: %s", setting, spec,
 			 failed != 0 ? strerror(failed) : "no such user");
 		goto cleanup;
 	}
@@ -67,7 +68,7 @@ int privileges_resolve(const char *spec, struct privileges *out, char *error, si
 		struct group entry, *found_group = NULL;
 		failed = getgrnam_r(group, &entry, buffer, LOOKUP_BUFFER_SIZE, &found_group);
 		if (found_group == NULL) {
-			snprintf(error, error_size, "--user %s: %s", spec,
+			snprintf(error, error_size, "%s %s: %s", setting, spec,
 				 failed != 0 ? strerror(failed) : "no such group");
 			goto cleanup;
 		}

@@ -27,8 +27,12 @@ struct privileges {
  */
 int privileges_parse(const char *spec, char *user, size_t user_size, char *group,
 		     size_t group_size);
-/* Parses spec and looks the names up; 0, or -1 with "--user <spec>: <reason>" in error. */
-int privileges_resolve(const char *spec, struct privileges *out, char *error, size_t error_size);
+/*
+ * Parses spec and looks the names up; 0, or -1 with "<setting> <spec>: <reason>" in
+ * error, where setting names where spec was given ("--user", "FILE:LINE: user").
+ */
+int privileges_resolve(const char *spec, const char *setting, struct privileges *out, char *error,
+		       size_t error_size);
 /*
  * Becomes out's user and group; a no-op when already exactly that. 0, or -1
  * with a message (not started as root, or root could be regained after all).

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "ops/log_files.h"
 #include "ops/notify.h"
+#include "ops/pid_file.h"
 #include "ops/worker.h"
 #include "respond/metrics_page.h"
 #include "respond/routes.h"
@@ -39,6 +40,7 @@ struct running {
 	struct metrics_page *metrics_page;
 	atomic_uint open_connections;	  /* the track listener's, for --max-connections */
 	atomic_uint metrics_connections; /* the metrics listener's, for its own cap */
+	bool pid_file_written;		 /* --pid-file names this process */
 };
 
 int run_failed(const char *message)
@@ -236,9 +238,11 @@ static void stop_workers(struct running *running, struct db_pool *db, unsigned g
 static void log_started(const struct config *config, const struct resources *resources,
 			unsigned long long descriptor_limit)
 {
-	log_info("musicd %s listening on %s:%u (%u workers, %u lookup threads, database %s.%s)",
-		 MUSICD_VERSION, config->listen_host, config->listen_port, config->workers,
-		 config->lookup_threads, config->database, config->collection);
+	bool v6 = strchr(config->listen_host, ':') != NULL;
+	log_info("musicd %s listening on %s%s%s:%u (%u workers, %u lookup threads, database %s.%s)",
+		 MUSICD_VERSION, v6 ? "[" : "", config->listen_host, v6 ? "]" : "",
+		 config->listen_port, config->workers, config->lookup_threads, config->database,
+		 config->collection);
 	log_info("descriptor limit %llu: at most %u connections at once", descriptor_limit,
 		 config->max_connections);
 	log_info("files are delivered by %s", resources->handoff->name);
@@ -325,6 +329,17 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 			goto out_spool;
 		}
 	}
+	/*
+	 * The listeners listen (a connection made now waits for a worker), and this is the
+	 * user musicd serves as, who removes the file at exit.
+	 */
+	if (config->pid_file != NULL) {
+		if (pid_file_write(config->pid_file, getpid(), error, sizeof(error)) < 0) {
+			run_failed(error);
+			goto out_workers;
+		}
+		running.pid_file_written = true;
+	}
 	for (unsigned i = 0; i < config->workers; i++) {
 		struct worker_role role = track_role(resources, &running, i);
 		if (start_worker(&running, &role, &running.listen_fds[i], error, sizeof(error)) < 0) {
@@ -359,6 +374,8 @@ out_workers: {
 	if (grace_ms < config->lookup_timeout_ms + 1000)
 		grace_ms = config->lookup_timeout_ms + 1000;
 	stop_workers(&running, resources->db, grace_ms);
+	if (running.pid_file_written)
+		pid_file_remove(config->pid_file, getpid());
 	metrics_page_free(running.metrics_page);
 }
 out_spool:

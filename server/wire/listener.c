@@ -51,6 +51,17 @@ static int bind_socket(const char *host, uint16_t port, int reuse_port, char *er
 		snprintf(error, error_size, "listen: socket: %s", strerror(errno));
 		return -1;
 	}
+	/*
+	 * "::" (also what ":PORT" means) takes IPv4 connections too, as IPv4-mapped
+	 * addresses, whatever net.ipv6.bindv6only says; a specific IPv6 address cannot.
+	 */
+	int zero = 0;
+	const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&address;
+	if (address.ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr) &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0) {
+		snprintf(error, error_size, "listen: IPV6_V6ONLY: %s", strerror(errno));
+		goto fail;
+	}
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    (reuse_port && evutil_make_listen_socket_reuseable_port(fd) < 0) ||
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {

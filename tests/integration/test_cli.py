@@ -109,6 +109,35 @@ def test_no_media_root_exits_2_naming_the_option(musicd, mongo, db):
     assert_startup_error(result, "media-root", port=port)
 
 
+def ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback (::1) on this machine")
+def test_listen_on_a_bare_port_serves_every_address_ipv4_and_ipv6(musicd, mongo, db, library):
+    track = library.add(library.media.short, "short.mp3")
+    port = free_port()
+    server = musicd.start(base_args=False, port=port, extra_args=[
+        "--listen", f":{port}", "--mongodb-uri", mongo.uri, "--database", db.name,
+        "--media-root", library.root, "--access-log", "off"])
+    for host in ("127.0.0.1", "[::1]"):
+        resp = requests.get(f"http://{host}:{port}{track.url_path}", timeout=TIMEOUT)
+        assert_file_response(resp, track.path)
+    assert server.wait_for_stderr(f"listening on [::]:{port} ")
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback (::1) on this machine")
+def test_listen_on_an_ipv4_address_does_not_serve_ipv6(musicd, library):
+    server = musicd.start()  # --listen 127.0.0.1:PORT
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://[::1]:{server.port}/healthz", timeout=TIMEOUT)
+
+
 def test_port_in_use_exits_2_naming_it(musicd, mongo, db, library):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -229,6 +258,28 @@ def test_header_value_longer_than_1024_bytes_exits_2_naming_it(offline_musicd, t
     port = free_port()
     result = offline_musicd.run(offline_args(tmp_path, port) + [option, "max-age=0, " + "x" * 1014])
     assert_startup_error(result, option.lstrip("-"), "1025 bytes", "1024", port=port)
+
+
+@pytest.mark.parametrize("check", [[], ["-t"]], ids=["start", "check-config"])
+def test_a_config_file_user_that_does_not_exist_exits_2_naming_the_file_and_line(
+        offline_musicd, tmp_path, check):
+    port = free_port()
+    conf = tmp_path / "musicd.conf"
+    conf.write_text("# the operator's\nworkers = 2\nuser = no-such-user-x7\n")
+    result = offline_musicd.run(offline_args(tmp_path, port) + ["--config", conf] + check)
+    assert result.returncode == 2, result
+    assert result.stderr == f"musicd: {conf}:3: user no-such-user-x7: no such user\n", result
+    assert not port_accepts(port)
+
+
+def test_a_user_flag_replaces_the_config_file_user_and_its_error_names_the_flag(offline_musicd,
+                                                                               tmp_path):
+    conf = tmp_path / "musicd.conf"
+    conf.write_text("user = no-such-user-x7\n")
+    result = offline_musicd.run(offline_args(tmp_path, free_port()) +
+                                ["--config", conf, "--user", "no-such-user-y8", "-t"])
+    assert result.returncode == 2, result
+    assert result.stderr == "musicd: --user no-such-user-y8: no such user\n", result
 
 
 def test_header_value_with_a_cr_in_the_config_file_exits_2_naming_it(offline_musicd, tmp_path):

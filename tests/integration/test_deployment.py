@@ -7,6 +7,8 @@ on free loopback ports and stops them at teardown.
 
 import hashlib
 import http.client
+import os
+import pwd
 import re
 import shlex
 import shutil
@@ -35,7 +37,8 @@ HEALTHY_TIMEOUT = scaled(30)   # includes the driver finding the restarted datab
 LOOKUP_TIMEOUT_MS = 500
 DEFAULT_CACHE_CONTROL = "public, max-age=86400"
 SYSTEMD_UNIT = REPO / "config" / "musicd.service"
-SHIPPED_BINARY = "/usr/local/sbin/musicd"
+SHIPPED_BINARY = "/usr/sbin/musicd"
+SHIPPED_CONFIG = "/etc/musicd/musicd.conf"
 
 
 def get(base, track_or_path, **kw):
@@ -111,25 +114,33 @@ def test_shipped_systemd_unit_verifies(tmp_path):
     # verify also checks that ExecStart's binary exists: point it at the one under test
     unit = tmp_path / "musicd.service"
     unit.write_text(SYSTEMD_UNIT.read_text().replace(SHIPPED_BINARY, str(MUSICD_BIN.resolve())))
+    # and Documentation='s man:musicd(8): the repository's page, where man finds it
+    man8 = tmp_path / "man" / "man8"
+    man8.mkdir(parents=True)
+    (man8 / "musicd.8").symlink_to(REPO / "man" / "musicd.8")
     p = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True,
-                       timeout=60, stdin=subprocess.DEVNULL)
+                       timeout=60, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, MANPATH=str(man8.parent)))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Unknown" not in p.stderr and "gnoring" not in p.stderr, p.stderr
 
 
-def test_systemd_unit_options_are_accepted_by_musicd(musicd, library, mongo, db):
-    words = unit_exec_start()
-    assert words[0] == SHIPPED_BINARY
-    port = free_port()
-    values = {"--listen": f"127.0.0.1:{port}", "--mongodb-uri": mongo.uri, "--database": db.name,
-              "--media-root": str(library.root)}
-    args = words[1:]
-    for i, word in enumerate(args[:-1]):
-        if word in values:
-            args[i + 1] = values[word]
-    assert set(values) <= set(args), args
+def test_systemd_unit_command_line_with_the_installed_configuration_serves(musicd, library,
+                                                                           tmp_path):
+    """The unit's ExecStart reads the configuration make install and the package install; that
+    file, with this machine's database, library, logs, pid file and user given as flags (which
+    override it), serves a track."""
+    assert unit_exec_start() == [SHIPPED_BINARY, "--config", SHIPPED_CONFIG]
+    made = subprocess.run(["make", "-s", "-C", str(REPO), "build/install/musicd.conf"],
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    logs = tmp_path / "logs"
+    logs.mkdir()
     track = library.add(library.media.short, "short.mp3")
-    server = musicd.start(base_args=False, extra_args=args, port=port)
+    server = musicd.start(extra_args=["--config", REPO / "build" / "install" / "musicd.conf",
+                                      "--error-log", logs / "error.log",
+                                      "--pid-file", logs / "musicd.pid",
+                                      "--user", pwd.getpwuid(os.getuid()).pw_name])
     resp = get(server, track)
     assert resp.status_code == 200 and resp.content == track.data
     assert get(server, "/healthz").status_code == 200

@@ -1,11 +1,13 @@
 """make install / make uninstall (GNU conventions: PREFIX, DESTDIR, the directory variables) and
 the man page musicd(8): what is installed where with which mode, the paths rewritten to the
-install's own, an operator's edited configuration kept through install and uninstall, nothing
-else left behind; and man/musicd.8 rendering without a single groff warning while naming exactly
-the long options --help lists."""
+install's own, the installed layout's lines in musicd.conf, an install the system would not read
+said so, the installed unit passing systemd-analyze verify, an operator's edited configuration
+kept through install and uninstall, nothing else left behind; and man/musicd.8 rendering without
+a single groff warning while naming exactly the long options --help lists."""
 
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -21,6 +23,15 @@ MAKE_TIMEOUT = 300   # make install may have to (re)build the binaries first
 RUN_TIMEOUT = 10
 MAN_PAGE = REPO / "man" / "musicd.8"
 VERSION = (REPO / "VERSION").read_text().strip()
+# The lines of the installed layout in the installed musicd.conf, and the repository's lines they
+# take the place of (config/musicd.conf's header lists them).
+LAYOUT_LINES = {
+    "#media-root = /srv/music": "media-root = /var/lib/musicd/music",
+    "access-log = off": "access-log = /var/log/musicd/access.log",
+    "error-log = stderr": "error-log = /var/log/musicd/error.log",
+    "#user = musicd": "user = musicd",
+    "pid-file = off": "pid-file = /run/musicd/musicd.pid",
+}
 
 
 def make(*args):
@@ -51,16 +62,26 @@ def layout(prefix, sysconfdir, unitdir=None, sbindir=None):
         f"{etc}/musicd/musicd.conf": "0o644",
         f"{etc}/logrotate.d/musicd": "0o644",
         f"{(unitdir or prefix + '/lib/systemd/system').lstrip('/')}/musicd.service": "0o644",
+        f"{(unitdir or prefix + '/lib/systemd/system').lstrip('/')}/musicd@.service": "0o644",
+        f"{p}/lib/tmpfiles.d/musicd.conf": "0o644",
+        f"{p}/lib/sysusers.d/musicd.conf": "0o644",
         f"{p}/share/man/man8/musicd.8": "0o644",
         f"{p}/share/man/man1/musicd-import.1": "0o644",
     }
 
 
 def exec_start(unit_text):
-    """The program of the unit's ExecStart= line."""
+    """The unit's ExecStart= command line, as words."""
     lines = [line for line in unit_text.splitlines() if line.startswith("ExecStart=")]
     assert len(lines) == 1, unit_text
-    return lines[0][len("ExecStart="):].split()[0]
+    return lines[0][len("ExecStart="):].split()
+
+
+def changed_lines(shipped, installed):
+    """{shipped line: installed line} where two texts of as many lines differ."""
+    shipped, installed = shipped.splitlines(), installed.splitlines()
+    assert len(shipped) == len(installed)
+    return {a: b for a, b in zip(shipped, installed) if a != b}
 
 
 def groff_warnings(page):
@@ -97,22 +118,32 @@ def check_install(destdir, prefix, sysconfdir, *variables, unitdir=None, sbindir
     assert (version.returncode, version.stdout) == (0, f"musicd-import {VERSION}\n"), version
 
     etc = root / sysconfdir.lstrip("/")
-    assert (etc / "musicd" / "musicd.conf").read_bytes() == \
-        (REPO / "config" / "musicd.conf").read_bytes()
+    config = f"{sysconfdir}/musicd/musicd.conf"
+    assert changed_lines((REPO / "config" / "musicd.conf").read_text(),
+                         (etc / "musicd" / "musicd.conf").read_text()) == LAYOUT_LINES
     assert (etc / "logrotate.d" / "musicd").read_bytes() == \
         (REPO / "config" / "musicd.logrotate").read_bytes()
+    lib = root / prefix.lstrip("/") / "lib"
+    assert (lib / "tmpfiles.d" / "musicd.conf").read_bytes() == \
+        (REPO / "config" / "musicd.tmpfiles").read_bytes()
+    assert (lib / "sysusers.d" / "musicd.conf").read_bytes() == \
+        (REPO / "config" / "musicd.sysusers").read_bytes()
 
-    unit = next(root / path for path in expected if path.endswith("musicd.service"))
-    assert exec_start(unit.read_text()) == installed_path
-    # Only ExecStart's program differs from the repository's unit.
-    shipped = (REPO / "config" / "musicd.service").read_text().splitlines()
-    rewritten = f"ExecStart={installed_path} \\"
-    assert [line for line in unit.read_text().splitlines() if line not in shipped] == \
-        ([] if rewritten in shipped else [rewritten])  # the shipped unit names /usr/local/sbin
+    # Only ExecStart differs from the repository's unit (written for PREFIX=/usr), and the
+    # template differs from the unit only in its Description.
+    unit = next(root / path for path in expected if path.endswith("/musicd.service"))
+    shipped = (REPO / "config" / "musicd.service").read_text()
+    assert exec_start(unit.read_text()) == [installed_path, "--config", config]
+    assert set(changed_lines(shipped, unit.read_text())) <= {
+        "ExecStart=/usr/sbin/musicd --config /etc/musicd/musicd.conf"}
+    template = unit.parent / "musicd@.service"
+    assert [line.split(",")[0] for line in changed_lines(unit.read_text(),
+                                                        template.read_text()).values()] == \
+        ["Description=musicd (instance %i)"]
 
     page = root / prefix.lstrip("/") / "share" / "man" / "man8" / "musicd.8"
     text = rendered(page)
-    assert installed_path in text and f"{sysconfdir}/musicd/musicd.conf" in text, text
+    assert installed_path in text and config in text, text
     assert groff_warnings(page) == (0, "")
     # The repository's paths (written for PREFIX=/usr) are all rewritten.
     if installed_path != "/usr/sbin/musicd":
@@ -133,6 +164,57 @@ def test_install_then_uninstall_leaves_nothing(tmp_path, prefix, sysconfdir):
     # musicd's own configuration directory goes too; the standard ones stay.
     assert not (destdir / sysconfdir.lstrip("/") / "musicd").exists()
     assert (destdir / prefix.lstrip("/") / "sbin").is_dir()
+
+
+@pytest.mark.no_c_binary  # installs build/musicd, whatever MUSICD_BIN is
+@pytest.mark.parametrize("prefix, unread", [
+    ("/usr", []),
+    ("/usr/local", ["/usr/local/etc/logrotate.d"]),
+    ("/opt/x", ["/opt/x/lib/systemd/system", "/opt/x/lib/tmpfiles.d", "/opt/x/lib/sysusers.d",
+                "/opt/x/etc/logrotate.d"])])
+def test_install_says_where_the_system_would_not_read_a_file(tmp_path, prefix, unread):
+    destdir = tmp_path / "stage"
+    result = make("-s", "install", f"DESTDIR={destdir}", f"PREFIX={prefix}")
+    notes = re.findall(r"^install: (\S+)/[^/\s]+: \S+ reads only ", result.stdout, re.MULTILINE)
+    assert notes == [f"{destdir}{directory}" for directory in unread], result.stdout
+    if unread:
+        assert "logrotate reads only /etc/logrotate.d (give LOGROTATEDIR=/etc/logrotate.d)" in \
+            result.stdout
+
+
+@pytest.mark.no_c_binary
+def test_installed_unit_passes_systemd_analyze_verify(tmp_path):
+    """A real install (no DESTDIR) into a prefix of its own, so that the unit's ExecStart names
+    the installed binary and its Documentation= the installed man page."""
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is missing: scripts/install-deps installs it (systemd)")
+    prefix = tmp_path / "prefix"
+    result = make("-s", "install", f"PREFIX={prefix}")
+    assert "systemd-sysusers" in result.stdout and "systemctl enable --now musicd" in result.stdout
+    for name in ("musicd.service", "musicd@.service"):
+        unit = prefix / "lib" / "systemd" / "system" / name
+        verify = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True,
+                                timeout=60, stdin=subprocess.DEVNULL,
+                                env=dict(os.environ, MANPATH=str(prefix / "share" / "man")))
+        assert verify.returncode == 0 and "musicd" not in verify.stdout + verify.stderr, verify
+    make("-s", "uninstall", f"PREFIX={prefix}")
+    assert files_under(prefix) == {}
+
+
+@pytest.mark.no_c_binary
+def test_systemd_analyze_verify_of_the_installed_unit_can_fail(tmp_path):
+    """The check above can fail: the same install without its man page is caught."""
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is missing: scripts/install-deps installs it (systemd)")
+    prefix = tmp_path / "prefix"
+    make("-s", "install", f"PREFIX={prefix}")
+    (prefix / "share" / "man" / "man8" / "musicd.8").unlink()
+    verify = subprocess.run([analyze, "verify", str(prefix / "lib/systemd/system/musicd.service")],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                            env=dict(os.environ, MANPATH=str(prefix / "share" / "man")))
+    assert verify.returncode != 0 and "musicd(8)" in verify.stderr, verify
 
 
 @pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
@@ -183,7 +265,7 @@ def test_a_shipped_configuration_edited_after_install_is_kept(tmp_path):
     check_install(destdir, "/usr", "/etc")
     conf = destdir / "etc" / "musicd" / "musicd.conf"
     shipped = conf.read_text()
-    conf.write_text(shipped.replace("#media-root = /srv/music", "media-root = /srv/m"))
+    conf.write_text(shipped.replace("media-root = /var/lib/musicd/music", "media-root = /srv/m"))
     assert conf.read_text() != shipped
     make("-s", "uninstall", f"DESTDIR={destdir}", "PREFIX=/usr")
     assert list(files_under(destdir)) == ["etc/musicd/musicd.conf"]

@@ -2,7 +2,10 @@
 logrotate can rename them; under load no line is lost, doubled or split across the renames;
 config/musicd.logrotate, run by the real logrotate, rotates a running musicd's logs."""
 
+import grp
+import os
 import pathlib
+import pwd
 import re
 import shutil
 import signal
@@ -207,28 +210,38 @@ def test_rotating_under_load_loses_doubles_and_splits_no_line(musicd, library, t
 
 
 # -- config/musicd.logrotate, run by logrotate ---------------------------------------------------
-def logrotate_config_for(tmp_path, logs, pid):
-    """The shipped file with its paths in logs/ and its postrotate signalling pid directly."""
+def logrotate_config_for(tmp_path, logs, pid_file):
+    """The shipped file with its logs in logs/, its pid file pid_file, rotating as the user running
+    the test, and its postrotate taking the branch for a machine without systemd."""
     text = (REPO / "config" / "musicd.logrotate").read_text()
-    command = "systemctl kill --kill-whom=main --signal=USR1 musicd.service"
-    assert "/var/log/musicd/" in text and command in text
-    text = text.replace("/var/log/musicd/", f"{logs}/")
-    text = re.sub(re.escape(command) + r"[^\n]*", f"kill -USR1 {pid}", text)
+    user = pwd.getpwuid(os.getuid()).pw_name
+    group = grp.getgrgid(os.getgid()).gr_name
+    for shipped, here in [("/var/log/musicd/", f"{logs}/"), ("/run/musicd/musicd.pid", pid_file),
+                          ("su musicd adm", f"su {user} {group}"),
+                          ("[ -d /run/systemd/system ]", f"[ -d {tmp_path}/no-systemd ]")]:
+        assert shipped in text, shipped
+        text = text.replace(shipped, str(here))
     path = tmp_path / "logrotate.conf"
     path.write_text(text)
     return path
 
 
-def test_shipped_logrotate_file_rotates_a_running_musicd(musicd, library, tmp_path):
-    track = library.add(library.media.short, "short.mp3")
-    server, access_log, error_log = start_with_logs(musicd, tmp_path)
-    assert requests.get(server.url + track.url_path + "?first", timeout=TIMEOUT).ok
-    wait_for_line(access_log, "?first")
-    config = logrotate_config_for(tmp_path, access_log.parent, server.pid)
+def logrotate(tmp_path, config):
     if shutil.which("logrotate") is None:
         pytest.skip("logrotate is missing: scripts/install-deps installs it")
-    result = subprocess.run(["logrotate", "--force", "--state", str(tmp_path / "logrotate.state"),
-                             str(config)], capture_output=True, text=True, timeout=TIMEOUT)
+    return subprocess.run(["logrotate", "--force", "--state", str(tmp_path / "logrotate.state"),
+                           str(config)], capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def test_shipped_logrotate_file_rotates_a_running_musicd(musicd, library, tmp_path):
+    track = library.add(library.media.short, "short.mp3")
+    pid_file = tmp_path / "musicd.pid"
+    server, access_log, error_log = start_with_logs(musicd, tmp_path,
+                                                    extra_args=["--pid-file", pid_file])
+    assert requests.get(server.url + track.url_path + "?first", timeout=TIMEOUT).ok
+    wait_for_line(access_log, "?first")
+    assert pid_file.read_text() == f"{server.pid}\n"
+    result = logrotate(tmp_path, logrotate_config_for(tmp_path, access_log.parent, pid_file))
     assert result.returncode == 0 and "error" not in result.stderr.lower(), result
 
     wait_for_line(error_log, "SIGUSR1: logs reopened")
@@ -238,3 +251,26 @@ def test_shipped_logrotate_file_rotates_a_running_musicd(musicd, library, tmp_pa
     assert len(first) == 1 and "?first" in first[0], first
     assert len(lines_of(access_log)) == 1
     assert [line for line in lines_of(str(error_log) + ".1") if "listening on" in line]
+
+
+def test_shipped_logrotate_file_reports_a_musicd_it_cannot_signal(tmp_path):
+    """A pid file naming no process (a musicd that crashed): logrotate says the script failed."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "access.log").write_text("a line\n")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    pid_file = tmp_path / "musicd.pid"
+    pid_file.write_text(f"{gone.pid}\n")
+    result = logrotate(tmp_path, logrotate_config_for(tmp_path, logs, pid_file))
+    assert result.returncode != 0 and "postrotate" in result.stderr, result
+    assert lines_of(logs / "access.log.1") == ["a line"]
+
+
+def test_shipped_logrotate_file_with_no_musicd_running_rotates_and_signals_nothing(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "error.log").write_text("a line\n")
+    result = logrotate(tmp_path, logrotate_config_for(tmp_path, logs, tmp_path / "none.pid"))
+    assert result.returncode == 0 and result.stderr == "", result
+    assert lines_of(logs / "error.log.1") == ["a line"] and not (logs / "error.log").exists()

@@ -292,8 +292,12 @@ def verify_output(unit_text, tmp_path):
     directory.mkdir()
     path = directory / "musicd.service"
     path.write_text(unit_text)
+    # verify looks up Documentation='s man:musicd(8): the repository's page, where man finds it.
+    man8 = tmp_path / "man" / "man8"
+    man8.mkdir(parents=True)
+    (man8 / "musicd.8").symlink_to(REPO / "man" / "musicd.8")
     result = subprocess.run([analyze, "verify", str(path)], capture_output=True, text=True,
-                            timeout=scaled(60))
+                            timeout=scaled(60), env=dict(os.environ, MANPATH=str(man8.parent)))
     about = [line for line in (result.stdout + result.stderr).splitlines()
              if "musicd" in line]
     return result.returncode, about
@@ -302,8 +306,8 @@ def verify_output(unit_text, tmp_path):
 def unit_with_built_binary():
     """The shipped unit with ExecStart's binary the one under test (verify checks it exists)."""
     text = UNIT.read_text()
-    assert "ExecStart=/usr/local/sbin/musicd " in text
-    return text.replace("ExecStart=/usr/local/sbin/musicd ", f"ExecStart={MUSICD_BIN} ")
+    assert "ExecStart=/usr/sbin/musicd " in text
+    return text.replace("ExecStart=/usr/sbin/musicd ", f"ExecStart={MUSICD_BIN} ")
 
 
 @pytest.mark.no_c_binary

@@ -612,7 +612,7 @@ static void test_listen_bracketed_ipv6_and_port(void **state)
 static void test_listen_port_alone_is_any_address(void **state)
 {
 	(void)state;
-	assert_listen(":9000", "0.0.0.0", 9000);
+	assert_listen(":9000", "::", 9000); /* every address: IPv4 and IPv6 */
 }
 
 static void test_listen_port_1_and_65535_are_accepted(void **state)
@@ -1059,7 +1059,7 @@ static void test_load_flag_value_may_follow_an_equals_sign(void **state)
 				   "--mongodb-uri=mongodb://h/?a=b")),
 			 0);
 	assert_int_equal(f->config.workers, 4);
-	assert_string_equal(f->config.listen_host, "0.0.0.0");
+	assert_string_equal(f->config.listen_host, "::");
 	assert_int_equal(f->config.listen_port, 8080);
 	assert_string_equal(f->config.mongodb_uri, "mongodb://h/?a=b");
 	assert_string_equal(f->config.media_roots[0], "/music");
