@@ -7,7 +7,7 @@
 #   make demo   install what is missing, build, start FerretDB, make a sample library, run musicd
 #   make install / make uninstall   (GNU conventions: PREFIX, DESTDIR, bindir, sbindir, ...; below)
 CC       ?= cc
-PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd
+PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
@@ -57,7 +57,8 @@ IMPORT_CXXFLAGS := -std=gnu++17 -D_GNU_SOURCE -pthread -Wall -Wextra -Werror -Ws
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
 IMPORT_SHARED := $(addprefix server/,config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/response_head.c base/log.c \
-	http/proxy_trust.c http/content_type.c media/containment.c)
+	http/proxy_trust.c http/content_type.c media/containment.c \
+	http/url_token.c http/route.c http/chars.c config/url_keys.c)
 IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(OBJ)/import/tags.o \
 	$(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
 IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) $(ASAN_OBJ)/import/tags.o \
@@ -116,7 +117,10 @@ FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,http/range.c http/cond.c http/etag.c http/http_date.c http/proxy_trust.c \
 	http/route.c media/containment.c http/content_type.c http/offload.c \
 	config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/disposition.c base/log.c http/multipart.c \
-	http/framing.c http/response_head.c http/request_scan.c http/chars.c)
+	http/framing.c http/response_head.c http/request_scan.c http/chars.c \
+	http/url_token.c http/url_redact.c config/url_keys.c)
+# The signed-URL check's HMAC is libcrypto's.
+PURE_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)
@@ -128,7 +132,7 @@ build/fuzz/fuzz_import_tags: tests/fuzz/fuzz_import_tags.c $(IMPORT_FUZZ_SRCS) $
 		$(IMPORT_FUZZ_SRCS) $(shell pkg-config --libs libbson-1.0)
 
 build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(SERVER_HDRS) | build/fuzz
-	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS)
+	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS) $(PURE_LIBS)
 
 fuzz: fuzz-build
 	@scripts/run-fuzzers $(FUZZ_BINS)

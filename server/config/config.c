@@ -91,6 +91,8 @@ void config_free(struct config *config)
 	free(config->user);
 	free(config->error_cache_control);
 	free(config->cache_control);
+	free(config->url_signing_key_file);
+	free(config->url_signing_parameter);
 	memset(config, 0, sizeof(*config));
 }
 

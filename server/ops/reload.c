@@ -89,6 +89,7 @@ void reload_run(struct reload *reload, const struct resources *resources)
 		goto out;
 	}
 	uint64_t generation = next->generation;
+	size_t next_keys = next->url_keys.count;
 	apply(resources, next);
 	if (config_copy_live(&reload->given, &loaded) < 0)
 		log_error("SIGHUP: out of memory; the next reload may name settings as changed that "
@@ -99,6 +100,10 @@ void reload_run(struct reload *reload, const struct resources *resources)
 		log_warn("SIGHUP: %s changed in %s but need%s a restart; kept as %s", names, path,
 			 plan.kept_count == 1 ? "s" : "", plan.kept_count == 1 ? "it is" : "they are");
 	}
+	if (next_keys > 0)
+		/* The key file is read again on every reload, changed or not: say what it gave. */
+		log_info("SIGHUP: signed URLs: %zu key%s from %s", next_keys, next_keys == 1 ? "" : "s",
+			 loaded.url_signing_key_file);
 	reload_plan_names(plan.changed, plan.changed_count, names, sizeof(names));
 	log_info("SIGHUP: settings reloaded from %s (generation %llu): %s%s", path,
 		 (unsigned long long)generation, plan.changed_count > 0 ? "changed " : "",
