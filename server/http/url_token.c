@@ -286,10 +286,11 @@ size_t url_token_sign_url(const struct url_key *key, const char *url, const char
 	url_token_track_acl(route.mid, acl);
 	if (url_token_sign(key, acl, -1, expires, token, sizeof(token)) == 0)
 		return 0;
+	/* A new parameter: after the query's '?' when it is empty, after an '&' that ends it. */
 	size_t before_fragment = strcspn(url, "#");
-	const char *separator = memchr(url, '?', before_fragment) == NULL ? "?"
-				: url[before_fragment - 1] == '?' || url[before_fragment - 1] == '&' ? ""
-				: "&";
+	const char *query = memchr(url, '?', before_fragment);
+	const char *last = url + before_fragment - 1;
+	const char *separator = query == NULL ? "?" : last == query || *last == '&' ? "" : "&";
 	int written = snprintf(out, size, "%.*s%s%s=%s%s", (int)before_fragment, url, separator,
 			       parameter, token, url + before_fragment);
 	return written < 0 || (size_t)written >= size ? 0 : (size_t)written;
