@@ -306,6 +306,11 @@ void config_print_usage(const char *program)
 	printf("  %-36s %s\n", "--check-config",
 	       "check the configuration (options, config file, media roots, database URI, logs, "
 	       "--user) without serving or touching the database, and exit (also -t)");
+	printf("  %-36s %s\n", "--sign-url URL|PATH|ID",
+	       "print it with a signed-URL token for its track (the key file's first key) and exit; "
+	       "an id alone prints the token");
+	printf("  %-36s %s (default %u)\n", "--url-lifetime SECONDS",
+	       "how long the URL --sign-url prints stays valid", CONFIG_DEFAULT_URL_LIFETIME);
 	printf("  %-36s %s\n", "--version", "print the version and exit");
 }
 

@@ -29,7 +29,8 @@ from media import sha256_file
 from support import REPO, free_port, scaled
 
 OPTIONS = ["--config", "--mongodb-uri", "--database", "--collection", "--path-field", "--hash",
-           "--prune", "--dry-run", "--jobs", "--json", "--print-urls", "--help", "--version"]
+           "--prune", "--dry-run", "--jobs", "--json", "--print-urls", "--url-signing-key-file",
+           "--url-signing-parameter", "--url-lifetime", "--help", "--version"]
 
 
 # -- options, help, man page ----------------------------------------------------------------------
