@@ -104,9 +104,12 @@ sub vcl_init {
 #
 # The keys: the VCL reads them with std.fileread() from a file you write, never from the VCL:
 # ADAPT the path /etc/varnish/musicd-url-signing.keys. The file is musicd's format (hex keys,
-# one a line, '#' comments), the first two keys tried (so a rotation keeps two live); it is
-# read when the VCL is loaded, so after changing it reload the VCL (`systemctl reload varnish`,
-# or varnishreload). The rule that lets VCL match EdgeAuth keys: a VCL string ends at a 00 byte,
+# one a line, '#' comments), the first two keys tried (so a rotation keeps two live). varnishd
+# reads a std.fileread() path once and shares what it read with every VCL naming that path, so a
+# VCL reload does not see a changed file: rotate by writing the keys to a new file and loading
+# this VCL with its path (sed the path, then varnishreload or `systemctl reload varnish`: the
+# cache stays), or restart varnishd (the cache starts empty). The rule that lets VCL match
+# EdgeAuth keys: a VCL string ends at a 00 byte,
 # so a key whose bytes hold one (0x00) cannot be used here, and the VCL refuses to load with
 # such a key, or with no key, a malformed one, or more than two. Make keys that never hold one:
 #     openssl rand -base64 48 | tr -d '\n' | od -An -v -tx1 | tr -d ' \n'
