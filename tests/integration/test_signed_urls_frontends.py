@@ -10,7 +10,6 @@ cannot match (a 00 byte); the cluster VCL sends every token of a track to the tr
 import re
 import shutil
 import subprocess
-import time
 
 import pytest
 import requests
@@ -21,6 +20,7 @@ from frontends import (SHIPPED_ACCEL_PREFIX, VARNISH_CLUSTER_VCL, VARNISH_VCL, V
 from support import free_port, scaled, wait_until
 from test_cluster import ORIGIN_ARGS, ORIGINS, served_urls
 from test_deployment import HEALTHY_TIMEOUT, track_requests, wait_track_requests
+from test_signed_urls import get, now, signed
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
@@ -34,19 +34,8 @@ VARNISHLOG = shutil.which("varnishlog") or "/usr/bin/varnishlog"
 
 @pytest.fixture(scope="module")
 def npm():
+    """The real akamai-edgeauth package (installed into var/npm on first use)."""
     return NpmEdgeAuth().install()
-
-
-def now():
-    return int(time.time())
-
-
-def get(front, path, **kw):
-    return requests.get(front.url + path, timeout=TIMEOUT, **kw)
-
-
-def signed(track, token, query=""):
-    return f"{track.url_path}?{query}{'&' if query else ''}__token__={token}"
 
 
 def token_for(key, track, seconds=HOUR, **kw):
