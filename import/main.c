@@ -456,7 +456,7 @@ int main(int argc, char **argv)
 	walk_free(&run.walk);
 	known_free(&run.known);
 	listing_free(&run.listing);
-	url_keys_wipe(&run.signing_keys);
+	url_keys_clear(&run.signing_keys);
 	for (size_t i = 0; i < run.root_count; i++)
 		free(run.roots[i]);
 	import_options_free(&run.options);

@@ -305,7 +305,8 @@ void config_print_usage(const char *program)
 	printf("  %-36s %s\n", "--help", "show this help and exit");
 	printf("  %-36s %s\n", "--check-config",
 	       "check the configuration (options, config file, media roots, database URI, logs, "
-	       "--user) without serving or touching the database, and exit (also -t)");
+	       "--user, the URL-signing key file) without serving or touching the database, and exit "
+	       "(also -t)");
 	printf("  %-36s %s\n", "--sign-url URL|PATH|ID",
 	       "print it with a signed-URL token for its track (the key file's first key) and exit; "
 	       "an id alone prints the token");

@@ -91,7 +91,7 @@ struct settings *settings_new(const struct config *config, const struct settings
 	atomic_init(&settings->refs, 1);
 	return settings;
 fail:
-	url_keys_wipe(&settings->url_keys);
+	url_keys_clear(&settings->url_keys);
 	config_free(&settings->config);
 	free(settings);
 	return NULL;
@@ -110,7 +110,7 @@ void settings_unref(struct settings *settings)
 	    atomic_fetch_sub_explicit(&settings->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	log_unref(settings->log);
-	url_keys_wipe(&settings->url_keys);
+	url_keys_clear(&settings->url_keys);
 	config_free(&settings->config);
 	free(settings);
 }

@@ -72,7 +72,7 @@ static int decode_key(const char *hex, size_t length, struct url_key *key, unsig
 int url_keys_parse(const char *text, size_t length, struct url_keys *keys, char *error,
 		   size_t error_size)
 {
-	keys->count = 0;
+	memset(keys, 0, sizeof(*keys));
 	if (memchr(text, '\0', length) != NULL) {
 		snprintf(error, error_size, "contains a NUL byte");
 		return -1;
@@ -101,9 +101,13 @@ int url_keys_parse(const char *text, size_t length, struct url_keys *keys, char 
 		snprintf(error, error_size, "holds no key");
 		return -1;
 	}
+	if (url_keys_prepare(keys) < 0) {
+		snprintf(error, error_size, "out of memory for the keys");
+		goto fail;
+	}
 	return 0;
 fail:
-	url_keys_wipe(keys);
+	url_keys_clear(keys);
 	return -1;
 }
 
@@ -139,7 +143,7 @@ int url_keys_load(const char *path, struct url_keys *keys, char *error, size_t e
 	char reason[256];
 	char *text = NULL;
 	ssize_t length = 0;
-	keys->count = 0;
+	memset(keys, 0, sizeof(*keys));
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
@@ -181,9 +185,4 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	return -1;
-}
-
-void url_keys_wipe(struct url_keys *keys)
-{
-	OPENSSL_cleanse(keys, sizeof(*keys));
 }

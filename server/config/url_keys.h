@@ -1,6 +1,7 @@
 /*
  * url_keys: the keys of --url-signing-key-file, read at start-up, by -t and
- * on every SIGHUP (into each settings snapshot), and wiped when dropped.
+ * on every SIGHUP (into each settings snapshot), and wiped when dropped
+ * (url_keys_clear, url_token.h).
  *
  * The file: one key a line, hex-encoded as the EdgeAuth libraries take it
  * (an even number of hex digits, either case: the key is the bytes they
@@ -23,14 +24,15 @@
 
 #define URL_KEYS_FILE_MAX (64 * 1024)
 
-/* Parses the file's text[0..length): 0 with keys filled, or -1 with "line N: ..." in error. */
+/*
+ * Parses the file's text[0..length): 0 with keys filled and prepared
+ * (url_keys_prepare; the caller releases them with url_keys_clear), or -1
+ * with "line N: ..." in error and nothing held.
+ */
 int url_keys_parse(const char *text, size_t length, struct url_keys *keys, char *error,
 		   size_t error_size);
 
 /* Opens, checks and parses path: 0, or -1 with "url-signing-key-file PATH: ..." in error. */
 int url_keys_load(const char *path, struct url_keys *keys, char *error, size_t error_size);
-
-/* Overwrites every key's bytes (so a freed snapshot leaves none in memory). */
-void url_keys_wipe(struct url_keys *keys);
 
 #endif

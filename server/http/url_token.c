@@ -156,16 +156,94 @@ int url_token_parse(const char *text, size_t length, struct url_token *token)
 	return r.at == r.end ? 0 : -1;
 }
 
+/* SHA-256's block: a key longer than it is hashed first (RFC 2104). */
+#define HMAC_BLOCK 64
+
+static void free_states(struct url_key *key)
+{
+	EVP_MD_CTX_free(key->inner);
+	EVP_MD_CTX_free(key->outer);
+	key->inner = key->outer = NULL;
+}
+
+/* A SHA-256 state that has absorbed the key's block XOR pad. */
+static EVP_MD_CTX *padded_state(const unsigned char block[HMAC_BLOCK], unsigned char pad)
+{
+	unsigned char padded[HMAC_BLOCK];
+	for (size_t i = 0; i < HMAC_BLOCK; i++)
+		padded[i] = block[i] ^ pad;
+	EVP_MD_CTX *state = EVP_MD_CTX_new();
+	if (state != NULL && (EVP_DigestInit_ex(state, EVP_sha256(), NULL) != 1 ||
+			      EVP_DigestUpdate(state, padded, HMAC_BLOCK) != 1)) {
+		EVP_MD_CTX_free(state);
+		state = NULL;
+	}
+	OPENSSL_cleanse(padded, sizeof(padded));
+	return state;
+}
+
+int url_keys_prepare(struct url_keys *keys)
+{
+	for (size_t i = 0; i < keys->count; i++) {
+		struct url_key *key = &keys->keys[i];
+		unsigned char block[HMAC_BLOCK] = {0};
+		unsigned int hashed = 0;
+		if (key->length <= HMAC_BLOCK)
+			memcpy(block, key->bytes, key->length);
+		else if (EVP_Digest(key->bytes, key->length, block, &hashed, EVP_sha256(), NULL) != 1)
+			goto fail;
+		free_states(key);
+		key->inner = padded_state(block, 0x36);
+		key->outer = padded_state(block, 0x5c);
+		OPENSSL_cleanse(block, sizeof(block));
+		if (key->inner == NULL || key->outer == NULL)
+			goto fail;
+	}
+	return 0;
+fail:
+	for (size_t i = 0; i < keys->count; i++)
+		free_states(&keys->keys[i]);
+	return -1;
+}
+
+void url_keys_clear(struct url_keys *keys)
+{
+	for (size_t i = 0; i < URL_KEYS_MAX; i++)
+		free_states(&keys->keys[i]);
+	OPENSSL_cleanse(keys, sizeof(*keys));
+}
+
+/* HMAC-SHA256 of text by key into out: from its prepared states, else one-shot. 0 or -1. */
+static int key_hmac(const struct url_key *key, const void *text, size_t length,
+		    unsigned char out[URL_TOKEN_HMAC_BYTES])
+{
+	unsigned int out_length = 0;
+	if (key->inner == NULL || key->outer == NULL)
+		return HMAC(EVP_sha256(), key->bytes, (int)key->length, text, length, out,
+			    &out_length) != NULL &&
+			       out_length == URL_TOKEN_HMAC_BYTES
+			       ? 0
+			       : -1;
+	unsigned char inner[URL_TOKEN_HMAC_BYTES];
+	int status = -1;
+	EVP_MD_CTX *work = EVP_MD_CTX_new();
+	if (work != NULL && EVP_MD_CTX_copy_ex(work, key->inner) == 1 &&
+	    EVP_DigestUpdate(work, text, length) == 1 &&
+	    EVP_DigestFinal_ex(work, inner, &out_length) == 1 &&
+	    out_length == URL_TOKEN_HMAC_BYTES && EVP_MD_CTX_copy_ex(work, key->outer) == 1 &&
+	    EVP_DigestUpdate(work, inner, sizeof(inner)) == 1 &&
+	    EVP_DigestFinal_ex(work, out, &out_length) == 1 && out_length == URL_TOKEN_HMAC_BYTES)
+		status = 0;
+	EVP_MD_CTX_free(work);
+	return status;
+}
+
 bool url_token_signed_by(const struct url_token *token, const struct url_keys *keys)
 {
 	bool signed_by_one = false;
 	for (size_t i = 0; i < keys->count; i++) {
-		unsigned char expected[EVP_MAX_MD_SIZE];
-		unsigned int expected_length = 0;
-		if (HMAC(EVP_sha256(), keys->keys[i].bytes, (int)keys->keys[i].length,
-			 (const unsigned char *)token->text, token->signed_length, expected,
-			 &expected_length) == NULL ||
-		    expected_length != URL_TOKEN_HMAC_BYTES)
+		unsigned char expected[URL_TOKEN_HMAC_BYTES];
+		if (key_hmac(&keys->keys[i], token->text, token->signed_length, expected) < 0)
 			continue;
 		/* Every key is tried: how long this takes says nothing about which one matched. */
 		signed_by_one |= CRYPTO_memcmp(expected, token->hmac, URL_TOKEN_HMAC_BYTES) == 0;
@@ -254,16 +332,13 @@ size_t url_token_sign(const struct url_key *key, const char *acl, int64_t start,
 				 : snprintf(out, size, "exp=%lld~acl=%s", (long long)expires, acl);
 	if (written < 0 || (size_t)written + strlen(HMAC_FIELD) + URL_TOKEN_HMAC_HEX >= size)
 		return 0;
-	unsigned char digest[EVP_MAX_MD_SIZE];
-	unsigned int digest_length = 0;
-	if (HMAC(EVP_sha256(), key->bytes, (int)key->length, (const unsigned char *)out,
-		 (size_t)written, digest, &digest_length) == NULL ||
-	    digest_length != URL_TOKEN_HMAC_BYTES)
+	unsigned char digest[URL_TOKEN_HMAC_BYTES];
+	if (key_hmac(key, out, (size_t)written, digest) < 0)
 		return 0;
 	size_t length = (size_t)written;
 	memcpy(out + length, HMAC_FIELD, strlen(HMAC_FIELD));
 	length += strlen(HMAC_FIELD);
-	for (unsigned i = 0; i < digest_length; i++) {
+	for (unsigned i = 0; i < URL_TOKEN_HMAC_BYTES; i++) {
 		out[length++] = hex[digest[i] >> 4];
 		out[length++] = hex[digest[i] & 0xf];
 	}

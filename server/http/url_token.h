@@ -47,16 +47,35 @@
 #define URL_KEY_MAX 256
 #define URL_KEYS_MAX 16
 
+struct evp_md_ctx_st; /* OpenSSL's EVP_MD_CTX */
+
+/*
+ * One key. inner and outer are HMAC-SHA256's two hashes with the key's pads
+ * already absorbed (url_keys_prepare), so a check copies them instead of
+ * keying a new HMAC (a sixth of the time); NULL until prepared, when the
+ * one-shot HMAC is used. Owned by the key, released by url_keys_clear.
+ */
 struct url_key {
 	size_t length;
 	unsigned char bytes[URL_KEY_MAX];
+	struct evp_md_ctx_st *inner, *outer;
 };
 
-/* Every key a token may be signed with (the newest first, by convention: it signs). */
+/*
+ * Every key a token may be signed with (the newest first, by convention: it
+ * signs). Once prepared, the states are read-only: threads check tokens with
+ * one url_keys at once.
+ */
 struct url_keys {
 	size_t count;
 	struct url_key keys[URL_KEYS_MAX];
 };
+
+/* Absorbs each key's pads into its two states: 0, or -1 when out of memory (keys unchanged). */
+int url_keys_prepare(struct url_keys *keys);
+
+/* Frees the states and overwrites every key's bytes (a freed snapshot leaves no key behind). */
+void url_keys_clear(struct url_keys *keys);
 
 /* Why a request was refused; URL_TOKEN_VALID admits it. */
 enum url_token_verdict {

@@ -173,7 +173,7 @@ static int check_url_keys_as_user(const void *arg, char *error, size_t error_siz
 {
 	struct url_keys keys;
 	int status = url_keys_load(arg, &keys, error, error_size);
-	url_keys_wipe(&keys);
+	url_keys_clear(&keys);
 	return status;
 }
 

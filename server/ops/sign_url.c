@@ -53,6 +53,6 @@ int sign_url_print(const struct config *config)
 		printf("%s\n", signed_url);
 		status = 0;
 	}
-	url_keys_wipe(&keys);
+	url_keys_clear(&keys);
 	return status;
 }

@@ -1,8 +1,8 @@
 /*
  * Fuzzes the signed-URL check and what keeps tokens out of the logs: any
  * target gets a verdict (never VALID without the key's hmac); a token that
- * parses has its hmac as its last 70 bytes and its acl inside it; the
- * signer's token for the target's track is valid there; redaction is
+ * parses has its hmac as its last 70 bytes and its acl inside it; prepared
+ * keys judge as the one-shot HMAC does; the signer's token for the target's track is valid there; redaction is
  * bounded, idempotent, and leaves a text without tokens as it was; and any
  * key file text either gives 1 to 16 keys of 32 to 256 bytes or a message.
  */
@@ -18,6 +18,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The key prepared as musicd prepares it (kept to the end), and unprepared (one-shot HMAC). */
 static const struct url_keys *fuzz_keys(void)
 {
 	static struct url_keys keys;
@@ -25,7 +26,17 @@ static const struct url_keys *fuzz_keys(void)
 		keys.count = 1;
 		keys.keys[0].length = 32;
 		memcpy(keys.keys[0].bytes, "musicd-example-key-0123456789abc", 32);
+		if (url_keys_prepare(&keys) < 0)
+			abort();
 	}
+	return &keys;
+}
+
+static const struct url_keys *unprepared_keys(void)
+{
+	static struct url_keys keys = {.count = 1,
+				       .keys = {{.length = 32,
+						 .bytes = "musicd-example-key-0123456789abc"}}};
 	return &keys;
 }
 
@@ -49,7 +60,8 @@ static void check_verdict(const char *target)
 	if (verdict >= URL_TOKEN_VERDICT_COUNT)
 		abort();
 	struct url_keys none = {0};
-	if (url_token_check(target, "__token__", &none, 1800000000, 5, mid) == URL_TOKEN_VALID)
+	if (url_token_check(target, "__token__", &none, 1800000000, 5, mid) == URL_TOKEN_VALID ||
+	    url_token_check(target, "__token__", unprepared_keys(), 1800000000, 5, mid) != verdict)
 		abort();
 	if (route.kind != ROUTE_TRACK || strlen(target) > 2048)
 		return;
@@ -93,7 +105,7 @@ static void check_keys(const char *text, size_t length)
 		if (keys.keys[i].length < URL_KEY_MIN || keys.keys[i].length > URL_KEY_MAX)
 			abort();
 	}
-	url_keys_wipe(&keys);
+	url_keys_clear(&keys);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

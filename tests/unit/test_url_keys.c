@@ -48,6 +48,9 @@ static void test_a_key_is_the_bytes_its_hex_encodes(void **state)
 	assert_int_equal(keys.count, 1);
 	assert_int_equal(keys.keys[0].length, 32);
 	assert_memory_equal(keys.keys[0].bytes, "musicd-example-key-0123456789abc", 32);
+	assert_non_null(keys.keys[0].inner);
+	assert_non_null(keys.keys[0].outer);
+	url_keys_clear(&keys);
 }
 
 static void test_comments_blank_lines_spaces_and_crlf_are_ignored(void **state)
@@ -63,6 +66,7 @@ static void test_comments_blank_lines_spaces_and_crlf_are_ignored(void **state)
 	assert_int_equal(keys.keys[0].bytes[10], 0xaa);
 	assert_int_equal(keys.keys[0].bytes[31], 0xff);
 	assert_memory_equal(keys.keys[1].bytes, "musicd-", 7);
+	url_keys_clear(&keys);
 }
 
 static void test_a_key_of_32_and_of_256_bytes_is_taken(void **state)
@@ -76,9 +80,11 @@ static void test_a_key_of_32_and_of_256_bytes_is_taken(void **state)
 	assert_int_equal(parse(text, &keys, error), 0);
 	assert_int_equal(keys.keys[0].length, 256);
 	assert_int_equal(keys.keys[0].bytes[255], 0xee);
+	url_keys_clear(&keys);
 	text[64] = '\0';
 	assert_int_equal(parse(text, &keys, error), 0);
 	assert_int_equal(keys.keys[0].length, 32);
+	url_keys_clear(&keys);
 }
 
 static void test_a_key_shorter_than_32_bytes_is_refused(void **state)
@@ -128,6 +134,7 @@ static void test_more_than_16_keys_are_refused(void **state)
 	char error[256];
 	assert_int_equal(parse(text, &keys, error), 0);
 	assert_int_equal(keys.count, 16);
+	url_keys_clear(&keys);
 }
 
 static void test_a_file_without_a_key_is_refused(void **state)
@@ -187,9 +194,10 @@ static void test_a_file_its_owner_and_group_may_read_is_loaded(void **state)
 				       sizeof(error)),
 			 0);
 	assert_int_equal(keys.count, 2);
-	url_keys_wipe(&keys);
+	url_keys_clear(&keys);
 	assert_int_equal(keys.count, 0);
 	assert_int_equal(keys.keys[0].bytes[0], 0);
+	assert_null(keys.keys[0].inner);
 }
 
 static void test_a_file_others_may_read_is_refused(void **state)

@@ -48,11 +48,13 @@
 
 #define PATH "/musicdb/" MID "/song.mp3"
 
-static struct url_keys keys_of(const char *const *hex, size_t count)
+/* Keys from hex, prepared as musicd prepares them (each set made once, kept to the end). */
+static const struct url_keys *keys_of(struct url_keys *keys, const char *const *hex, size_t count)
 {
-	struct url_keys keys = {0};
+	if (keys->count > 0)
+		return keys;
 	for (size_t k = 0; k < count; k++) {
-		struct url_key *key = &keys.keys[keys.count++];
+		struct url_key *key = &keys->keys[keys->count++];
 		key->length = strlen(hex[k]) / 2;
 		for (size_t i = 0; i < key->length; i++) {
 			unsigned byte;
@@ -60,19 +62,20 @@ static struct url_keys keys_of(const char *const *hex, size_t count)
 			key->bytes[i] = (unsigned char)byte;
 		}
 	}
+	assert_int_equal(url_keys_prepare(keys), 0);
 	return keys;
 }
 
-static struct url_keys example_keys(void)
+static const struct url_keys *example_keys(void)
 {
+	static struct url_keys keys;
 	static const char *const hex[] = {KEY_HEX};
-	return keys_of(hex, 1);
+	return keys_of(&keys, hex, 1);
 }
 
 static enum url_token_verdict check_at(const char *target, int64_t now)
 {
-	struct url_keys keys = example_keys();
-	return url_token_check(target, "__token__", &keys, now, LEEWAY, MID);
+	return url_token_check(target, "__token__", example_keys(), now, LEEWAY, MID);
 }
 
 static enum url_token_verdict check(const char *target)
@@ -92,9 +95,9 @@ static const char *with_token(char *buffer, size_t size, const char *token)
 static void test_signing_with_st_writes_the_npm_packages_token(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	char token[URL_TOKEN_MAX];
-	size_t length = url_token_sign(&keys.keys[0], "/musicdb/" MID "/*", START, EXPIRES, token,
+	size_t length = url_token_sign(&keys->keys[0], "/musicdb/" MID "/*", START, EXPIRES, token,
 				       sizeof(token));
 	assert_string_equal(token, EXAMPLE_TOKEN);
 	assert_int_equal(length, strlen(EXAMPLE_TOKEN));
@@ -103,37 +106,37 @@ static void test_signing_with_st_writes_the_npm_packages_token(void **state)
 static void test_signing_without_st_writes_the_npm_packages_token(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	char token[URL_TOKEN_MAX];
-	url_token_sign(&keys.keys[0], "/musicdb/" MID "/*", -1, EXPIRES, token, sizeof(token));
+	url_token_sign(&keys->keys[0], "/musicdb/" MID "/*", -1, EXPIRES, token, sizeof(token));
 	assert_string_equal(token, NO_START_TOKEN);
 }
 
 static void test_signing_refuses_what_the_grammar_cannot_hold(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	char token[URL_TOKEN_MAX];
-	assert_int_equal(url_token_sign(&keys.keys[0], "/a~b", -1, EXPIRES, token, sizeof(token)), 0);
-	assert_int_equal(url_token_sign(&keys.keys[0], "", -1, EXPIRES, token, sizeof(token)), 0);
-	assert_int_equal(url_token_sign(&keys.keys[0], "/x", -1, 1000000000000LL, token,
+	assert_int_equal(url_token_sign(&keys->keys[0], "/a~b", -1, EXPIRES, token, sizeof(token)), 0);
+	assert_int_equal(url_token_sign(&keys->keys[0], "", -1, EXPIRES, token, sizeof(token)), 0);
+	assert_int_equal(url_token_sign(&keys->keys[0], "/x", -1, 1000000000000LL, token,
 					sizeof(token)),
 			 0);
-	assert_int_equal(url_token_sign(&keys.keys[0], "/x", -1, EXPIRES, token, 80), 0);
+	assert_int_equal(url_token_sign(&keys->keys[0], "/x", -1, EXPIRES, token, 80), 0);
 }
 
 static void test_signing_a_url_appends_the_parameter_to_its_query(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	char out[4096];
-	assert_true(url_token_sign_url(&keys.keys[0], PATH, "__token__", EXPIRES, out, sizeof(out)) >
+	assert_true(url_token_sign_url(&keys->keys[0], PATH, "__token__", EXPIRES, out, sizeof(out)) >
 		    0);
 	assert_string_equal(out, PATH "?__token__=" NO_START_TOKEN);
-	url_token_sign_url(&keys.keys[0], "https://music.example" PATH "?download", "t", EXPIRES,
+	url_token_sign_url(&keys->keys[0], "https://music.example" PATH "?download", "t", EXPIRES,
 			   out, sizeof(out));
 	assert_string_equal(out, "https://music.example" PATH "?download&t=" NO_START_TOKEN);
-	url_token_sign_url(&keys.keys[0], "http://h:8080" PATH "?#x", "t", EXPIRES, out,
+	url_token_sign_url(&keys->keys[0], "http://h:8080" PATH "?#x", "t", EXPIRES, out,
 			   sizeof(out));
 	assert_string_equal(out, "http://h:8080" PATH "?t=" NO_START_TOKEN "#x");
 }
@@ -141,9 +144,9 @@ static void test_signing_a_url_appends_the_parameter_to_its_query(void **state)
 static void test_signing_a_url_of_an_upper_case_id_signs_its_lower_case_acl(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	char out[4096];
-	url_token_sign_url(&keys.keys[0], "/musicdb/65A1B2C3D4E5F60718293A4B/x.mp3", "__token__",
+	url_token_sign_url(&keys->keys[0], "/musicdb/65A1B2C3D4E5F60718293A4B/x.mp3", "__token__",
 			   EXPIRES, out, sizeof(out));
 	assert_non_null(strstr(out, "acl=/musicdb/" MID "/*~"));
 }
@@ -151,15 +154,38 @@ static void test_signing_a_url_of_an_upper_case_id_signs_its_lower_case_acl(void
 static void test_signing_a_url_that_names_no_track_gives_nothing(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	char out[4096];
-	assert_int_equal(url_token_sign_url(&keys.keys[0], "/healthz", "t", EXPIRES, out,
+	assert_int_equal(url_token_sign_url(&keys->keys[0], "/healthz", "t", EXPIRES, out,
 					    sizeof(out)),
 			 0);
-	assert_int_equal(url_token_sign_url(&keys.keys[0], "/musicdb/123/x", "t", EXPIRES, out,
+	assert_int_equal(url_token_sign_url(&keys->keys[0], "/musicdb/123/x", "t", EXPIRES, out,
 					    sizeof(out)),
 			 0);
-	assert_int_equal(url_token_sign_url(&keys.keys[0], PATH, "t", EXPIRES, out, 100), 0);
+	assert_int_equal(url_token_sign_url(&keys->keys[0], PATH, "t", EXPIRES, out, 100), 0);
+}
+
+static void test_prepared_keys_sign_as_the_one_shot_hmac_at_every_length(void **state)
+{
+	(void)state;
+	/* Around SHA-256's 64-byte block: longer keys are hashed first (RFC 2104). */
+	static const size_t lengths[] = {32, 63, 64, 65, 128, 256};
+	for (size_t n = 0; n < sizeof(lengths) / sizeof(lengths[0]); n++) {
+		struct url_keys prepared = {.count = 1};
+		struct url_key plain = {.length = lengths[n]};
+		for (size_t i = 0; i < lengths[n]; i++)
+			plain.bytes[i] = (unsigned char)(i * 7 + n);
+		prepared.keys[0] = plain;
+		assert_int_equal(url_keys_prepare(&prepared), 0);
+		char one[URL_TOKEN_MAX], other[URL_TOKEN_MAX];
+		assert_true(url_token_sign(&plain, "/musicdb/" MID "/*", START, EXPIRES, one,
+					   sizeof(one)) > 0);
+		assert_true(url_token_sign(&prepared.keys[0], "/musicdb/" MID "/*", START, EXPIRES,
+					   other, sizeof(other)) > 0);
+		assert_string_equal(one, other);
+		url_keys_clear(&prepared);
+		assert_null(prepared.keys[0].inner);
+	}
 }
 
 /* --- Tokens the libraries make are valid --- */
@@ -191,13 +217,13 @@ static void test_a_token_with_several_acls_an_id_and_data_serves_each_track(void
 {
 	(void)state;
 	char target[4096];
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	with_token(target, sizeof(target), TWO_TRACKS_TOKEN);
-	assert_int_equal(url_token_check(target, "__token__", &keys, INSIDE, 0, MID),
+	assert_int_equal(url_token_check(target, "__token__", keys, INSIDE, 0, MID),
 			 URL_TOKEN_VALID);
-	assert_int_equal(url_token_check(target, "__token__", &keys, INSIDE, 0, OTHER_MID),
+	assert_int_equal(url_token_check(target, "__token__", keys, INSIDE, 0, OTHER_MID),
 			 URL_TOKEN_VALID);
-	assert_int_equal(url_token_check(target, "__token__", &keys, INSIDE, 0,
+	assert_int_equal(url_token_check(target, "__token__", keys, INSIDE, 0,
 					 "65a1b2c3d4e5f60718293a4d"),
 			 URL_TOKEN_WRONG_TRACK);
 }
@@ -217,8 +243,9 @@ static void test_every_key_is_tried(void **state)
 	(void)state;
 	static const char *const rotation[] = {
 		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", KEY_HEX};
-	struct url_keys keys = keys_of(rotation, 2);
-	assert_int_equal(url_token_check(PATH "?__token__=" EXAMPLE_TOKEN, "__token__", &keys,
+	static struct url_keys two;
+	const struct url_keys *keys = keys_of(&two, rotation, 2);
+	assert_int_equal(url_token_check(PATH "?__token__=" EXAMPLE_TOKEN, "__token__", keys,
 					 INSIDE, 0, MID),
 			 URL_TOKEN_VALID);
 }
@@ -226,10 +253,10 @@ static void test_every_key_is_tried(void **state)
 static void test_another_parameter_name_is_read_when_configured(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
-	assert_int_equal(url_token_check(PATH "?t=" EXAMPLE_TOKEN, "t", &keys, INSIDE, 0, MID),
+	const struct url_keys *keys = example_keys();
+	assert_int_equal(url_token_check(PATH "?t=" EXAMPLE_TOKEN, "t", keys, INSIDE, 0, MID),
 			 URL_TOKEN_VALID);
-	assert_int_equal(url_token_check(PATH "?__token__=" EXAMPLE_TOKEN, "t", &keys, INSIDE, 0,
+	assert_int_equal(url_token_check(PATH "?__token__=" EXAMPLE_TOKEN, "t", keys, INSIDE, 0,
 					 MID),
 			 URL_TOKEN_MISSING);
 }
@@ -326,7 +353,7 @@ static void test_the_signature_is_checked_before_the_times(void **state)
 static void test_no_key_signs_nothing(void **state)
 {
 	(void)state;
-	struct url_keys none = {0};
+	const struct url_keys none = {0};
 	assert_int_equal(url_token_check(PATH "?__token__=" EXAMPLE_TOKEN, "__token__", &none,
 					 INSIDE, 0, MID),
 			 URL_TOKEN_BAD_SIGNATURE);
@@ -423,27 +450,27 @@ static void test_a_token_is_valid_from_its_st_less_the_leeway(void **state)
 static void test_without_leeway_the_times_are_exact(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	const char *target = PATH "?__token__=" EXAMPLE_TOKEN;
-	assert_int_equal(url_token_check(target, "__token__", &keys, START - 1, 0, MID),
+	assert_int_equal(url_token_check(target, "__token__", keys, START - 1, 0, MID),
 			 URL_TOKEN_NOT_YET_VALID);
-	assert_int_equal(url_token_check(target, "__token__", &keys, EXPIRES + 1, 0, MID),
+	assert_int_equal(url_token_check(target, "__token__", keys, EXPIRES + 1, 0, MID),
 			 URL_TOKEN_EXPIRED);
 }
 
 static void test_another_tracks_token_is_the_wrong_track(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	assert_int_equal(url_token_check("/musicdb/" OTHER_MID "/x?__token__=" EXAMPLE_TOKEN,
-					 "__token__", &keys, INSIDE, 0, OTHER_MID),
+					 "__token__", keys, INSIDE, 0, OTHER_MID),
 			 URL_TOKEN_WRONG_TRACK);
 }
 
 static void test_acls_that_only_resemble_the_tracks_cover_nothing(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	static const char *const acls[] = {
 		"/musicdb/*", "/*", "/musicdb/" MID "/", "/musicdb/" MID "/**", "/musicdb/" MID,
 		"/musicdb/" MID "/song.mp3", "musicdb/" MID "/*", "/musicdb//" MID "/*",
@@ -451,9 +478,9 @@ static void test_acls_that_only_resemble_the_tracks_cover_nothing(void **state)
 	};
 	for (size_t i = 0; i < sizeof(acls) / sizeof(acls[0]); i++) {
 		char token[URL_TOKEN_MAX], target[4096];
-		url_token_sign(&keys.keys[0], acls[i], -1, EXPIRES, token, sizeof(token));
+		url_token_sign(&keys->keys[0], acls[i], -1, EXPIRES, token, sizeof(token));
 		enum url_token_verdict verdict =
-			url_token_check(with_token(target, sizeof(target), token), "__token__", &keys,
+			url_token_check(with_token(target, sizeof(target), token), "__token__", keys,
 					INSIDE, 0, MID);
 		if (verdict != URL_TOKEN_WRONG_TRACK)
 			fail_msg("acl %s: %s", acls[i], url_token_verdict_words(verdict));
@@ -463,12 +490,12 @@ static void test_acls_that_only_resemble_the_tracks_cover_nothing(void **state)
 static void test_the_acl_is_compared_without_regard_to_case(void **state)
 {
 	(void)state;
-	struct url_keys keys = example_keys();
+	const struct url_keys *keys = example_keys();
 	char token[URL_TOKEN_MAX], target[4096];
-	url_token_sign(&keys.keys[0], "/musicdb/65A1B2C3D4E5F60718293A4B/*", -1, EXPIRES, token,
+	url_token_sign(&keys->keys[0], "/musicdb/65A1B2C3D4E5F60718293A4B/*", -1, EXPIRES, token,
 		       sizeof(token));
 	assert_int_equal(url_token_check(with_token(target, sizeof(target), token), "__token__",
-					 &keys, INSIDE, 0, MID),
+					 keys, INSIDE, 0, MID),
 			 URL_TOKEN_VALID);
 }
 
@@ -492,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_signing_a_url_appends_the_parameter_to_its_query),
 		cmocka_unit_test(test_signing_a_url_of_an_upper_case_id_signs_its_lower_case_acl),
 		cmocka_unit_test(test_signing_a_url_that_names_no_track_gives_nothing),
+		cmocka_unit_test(test_prepared_keys_sign_as_the_one_shot_hmac_at_every_length),
 		cmocka_unit_test(test_the_worked_example_is_valid_for_its_track),
 		cmocka_unit_test(test_a_token_serves_every_name_and_download_of_its_track),
 		cmocka_unit_test(test_a_token_without_st_is_valid),
