@@ -96,11 +96,12 @@ unit-build: $(UNIT_BINS)
 build/tests/%: tests/unit/%.c $(LIB_SRCS:server/%.c=$(ASAN_OBJ)/%.o) | build/tests
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
-# The caches' unit tests again under ThreadSanitizer (their code is the concurrent part of the
-# tree): build/tests/test_X_tsan links the server objects built with -fsanitize=thread.
+# The caches' unit tests, and the signed-URL check's (workers share one set of prepared keys),
+# again under ThreadSanitizer (their code is the concurrent part of the tree):
+# build/tests/test_X_tsan links the server objects built with -fsanitize=thread.
 TSAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 TSAN_OBJ := build/tsan/obj
-TSAN_TESTS := test_lru test_lookup_cache test_file_cache test_settings
+TSAN_TESTS := test_lru test_lookup_cache test_file_cache test_settings test_url_token
 TSAN_BINS := $(TSAN_TESTS:%=build/tests/%_tsan)
 unit-build: $(TSAN_BINS)
 

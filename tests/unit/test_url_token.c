@@ -8,6 +8,7 @@
  * this check cannot honour or a length past the bounds is refused, for the
  * reason it names; the signer writes what the libraries write.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -185,6 +186,36 @@ static void test_prepared_keys_sign_as_the_one_shot_hmac_at_every_length(void **
 		assert_string_equal(one, other);
 		url_keys_clear(&prepared);
 		assert_null(prepared.keys[0].inner);
+	}
+}
+
+#define THREADS 4
+#define CHECKS_PER_THREAD 2000
+
+static void *check_many(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < CHECKS_PER_THREAD; i++) {
+		const char *target = i % 2 ? PATH "?__token__=" EXAMPLE_TOKEN
+					   : PATH "?__token__=" NO_START_TOKEN;
+		if (url_token_check(target, "__token__", example_keys(), INSIDE, 0, MID) !=
+		    URL_TOKEN_VALID)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void test_workers_check_tokens_with_one_prepared_set_at_once(void **state)
+{
+	(void)state;
+	pthread_t threads[THREADS];
+	example_keys(); /* prepared before the threads, as a snapshot is before requests */
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&threads[i], NULL, check_many, NULL), 0);
+	for (int i = 0; i < THREADS; i++) {
+		void *failed;
+		assert_int_equal(pthread_join(threads[i], &failed), 0);
+		assert_null(failed);
 	}
 }
 
@@ -520,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_signing_a_url_of_an_upper_case_id_signs_its_lower_case_acl),
 		cmocka_unit_test(test_signing_a_url_that_names_no_track_gives_nothing),
 		cmocka_unit_test(test_prepared_keys_sign_as_the_one_shot_hmac_at_every_length),
+		cmocka_unit_test(test_workers_check_tokens_with_one_prepared_set_at_once),
 		cmocka_unit_test(test_the_worked_example_is_valid_for_its_track),
 		cmocka_unit_test(test_a_token_serves_every_name_and_download_of_its_track),
 		cmocka_unit_test(test_a_token_without_st_is_valid),
