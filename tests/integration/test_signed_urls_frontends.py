@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 import requests
+import httpraw
 
 from edgeauth import NpmEdgeAuth, new_key, python_token, track_acl, write_key_file
 from frontends import (SHIPPED_ACCEL_PREFIX, VARNISH_CLUSTER_VCL, VARNISH_VCL, Varnish,
@@ -196,6 +197,10 @@ def test_a_cached_copy_is_never_served_without_a_valid_token(musicd, frontends, 
                  signed(track, token_for(key, track)).replace("__token__", "__Token__")):
         assert_forbidden(get(varnish, path))
     assert requests.head(varnish.url + track.url_path, timeout=TIMEOUT).status_code == 403
+    # The absolute form names the same track: Varnish reads its path, and checks it.
+    absolute, _ = httpraw.exchange(varnish.port, "GET", f"http://music.example{track.url_path}",
+                                   timeout=TIMEOUT)
+    assert absolute.status == 403 and absolute.header("Cache-Control") == "no-store"
 
 
 def verdicts_of_every_kind(keys, track, other, npm):
