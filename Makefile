@@ -9,7 +9,7 @@
 #   make deb    the Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/build-deb)
 #   make install / make uninstall   (GNU conventions: PREFIX, DESTDIR, bindir, sbindir, ...; below)
 CC       ?= cc
-PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd
+PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
@@ -61,7 +61,8 @@ IMPORT_CXXFLAGS := -std=gnu++17 -D_GNU_SOURCE -pthread -Wall -Wextra -Werror -Ws
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
 IMPORT_SHARED := $(addprefix server/,config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/response_head.c base/log.c \
-	http/proxy_trust.c http/content_type.c media/containment.c)
+	http/proxy_trust.c http/content_type.c media/containment.c \
+	http/url_token.c http/route.c http/chars.c config/url_keys.c)
 IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(OBJ)/import/tags.o \
 	$(IMPORT_SHARED:server/%.c=$(OBJ)/%.o)
 IMPORT_ASAN_LIB_OBJS := $(IMPORT_LIB_SRCS:import/%.c=$(ASAN_OBJ)/import/%.o) $(ASAN_OBJ)/import/tags.o \
@@ -99,11 +100,12 @@ unit-build: $(UNIT_BINS)
 build/tests/%: tests/unit/%.c $(LIB_SRCS:server/%.c=$(ASAN_OBJ)/%.o) | build/tests
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
-# The caches' unit tests again under ThreadSanitizer (their code is the concurrent part of the
-# tree): build/tests/test_X_tsan links the server objects built with -fsanitize=thread.
+# The caches' unit tests, and the signed-URL check's (workers share one set of prepared keys),
+# again under ThreadSanitizer (their code is the concurrent part of the tree):
+# build/tests/test_X_tsan links the server objects built with -fsanitize=thread.
 TSAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 TSAN_OBJ := build/tsan/obj
-TSAN_TESTS := test_lru test_lookup_cache test_file_cache test_settings
+TSAN_TESTS := test_lru test_lookup_cache test_file_cache test_settings test_url_token
 TSAN_BINS := $(TSAN_TESTS:%=build/tests/%_tsan)
 unit-build: $(TSAN_BINS)
 
@@ -120,7 +122,10 @@ FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,http/range.c http/cond.c http/etag.c http/http_date.c http/proxy_trust.c \
 	http/route.c media/containment.c http/content_type.c http/offload.c \
 	config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/disposition.c base/log.c http/multipart.c \
-	http/framing.c http/response_head.c http/request_scan.c http/chars.c)
+	http/framing.c http/response_head.c http/request_scan.c http/chars.c \
+	http/url_token.c http/url_redact.c config/url_keys.c)
+# The signed-URL check's HMAC is libcrypto's.
+PURE_LIBS := $(shell pkg-config --libs libcrypto 2>/dev/null)
 FUZZ_FLAGS := -std=gnu11 -D_GNU_SOURCE -Iserver -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined
 fuzz-build: $(FUZZ_BINS)
@@ -132,7 +137,7 @@ build/fuzz/fuzz_import_tags: tests/fuzz/fuzz_import_tags.c $(IMPORT_FUZZ_SRCS) $
 		$(IMPORT_FUZZ_SRCS) $(shell pkg-config --libs libbson-1.0)
 
 build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(SERVER_HDRS) | build/fuzz
-	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS)
+	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS) $(PURE_LIBS)
 
 fuzz: fuzz-build
 	@scripts/run-fuzzers $(FUZZ_BINS)

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #define LISTING_INITIAL_CAPACITY 1024
+/* A signed URL: the base, an escaped name (each byte of a path's last segment as %XX at most), a token. */
+#define LISTING_URL_MAX (4096 + 3 * 256 + URL_TOKEN_MAX)
 
 void listing_init(struct listing *listing)
 {
@@ -64,7 +66,25 @@ static int compare_entries(const void *a, const void *b)
 		      ((const struct listing_entry *)b)->path);
 }
 
-int listing_print(struct listing *listing, const char *base, FILE *out)
+/* The line's URL, signed when there is a signer (into signed_url); NULL when it cannot be. */
+static const char *url_of(const char *base, const char *hex, const char *name,
+			  const struct listing_signer *signer, char **unsigned_url, char *signed_url,
+			  size_t size)
+{
+	if (asprintf(unsigned_url, "%s/musicdb/%s/%s", base, hex, name) < 0) {
+		*unsigned_url = NULL;
+		return NULL;
+	}
+	if (signer == NULL)
+		return *unsigned_url;
+	return url_token_sign_url(signer->key, *unsigned_url, signer->parameter, signer->expires,
+				  signed_url, size) > 0
+		       ? signed_url
+		       : NULL;
+}
+
+int listing_print(struct listing *listing, const char *base, const struct listing_signer *signer,
+		  FILE *out)
 {
 	if (listing->count > 1)
 		qsort(listing->entries, listing->count, sizeof(*listing->entries), compare_entries);
@@ -78,10 +98,14 @@ int listing_print(struct listing *listing, const char *base, FILE *out)
 		char *url_name = escape_for_url(name ? name + 1 : entry->path);
 		char *shown_artist = escape_for_terminal(artist, strlen(artist));
 		char *shown_title = escape_for_terminal(title, strlen(title));
-		int status = url_name && shown_artist && shown_title ? 0 : -1;
+		char *unsigned_url = NULL, signed_url[LISTING_URL_MAX];
+		const char *url = url_name ? url_of(base, hex, url_name, signer, &unsigned_url,
+						    signed_url, sizeof(signed_url))
+					   : NULL;
+		int status = url && shown_artist && shown_title ? 0 : -1;
 		if (status == 0)
-			fprintf(out, "%s/musicdb/%s/%s\t%s\t%s\n", base, hex, url_name, shown_artist,
-				shown_title);
+			fprintf(out, "%s\t%s\t%s\n", url, shown_artist, shown_title);
+		free(unsigned_url);
 		free(url_name);
 		free(shown_artist);
 		free(shown_title);

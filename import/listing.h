@@ -3,14 +3,18 @@
  * directories that the database holds at the end of the run (added, updated
  * or unchanged): "BASE/musicdb/<id>/<name>\t<artist>\t<title>", in path
  * order, the name percent-encoded, artist and title escaped for a terminal
- * (so a tab in a tag cannot make a column). Pure but for the output stream.
+ * (so a tab in a tag cannot make a column), and the URL signed (a token for
+ * its track appended) when a key is given. Pure but for the output stream.
  */
 #ifndef MUSICD_IMPORT_LISTING_H
 #define MUSICD_IMPORT_LISTING_H
 
 #include <bson/bson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "http/url_token.h"
 
 struct listing_entry {
 	char *path, *artist, *title; /* malloc'd; artist and title NULL when absent */
@@ -30,7 +34,18 @@ void listing_free(struct listing *listing);
 int listing_add(struct listing *listing, const char *path, const bson_oid_t *id,
 		const char *artist, const char *title);
 
-/* Prints every entry, sorted by path, under base (no trailing slash); -1 when out of memory. */
-int listing_print(struct listing *listing, const char *base, FILE *out);
+/* What signs each printed URL (--url-signing-key-file): a key, the token's parameter, its exp. */
+struct listing_signer {
+	const struct url_key *key;
+	const char *parameter;
+	int64_t expires;
+};
+
+/*
+ * Prints every entry, sorted by path, under base (no trailing slash), each URL
+ * signed when signer is not NULL; -1 when out of memory or a URL cannot be signed.
+ */
+int listing_print(struct listing *listing, const char *base, const struct listing_signer *signer,
+		  FILE *out);
 
 #endif

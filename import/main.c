@@ -21,6 +21,8 @@
 #include "tags.h"
 #include "walk.h"
 
+#include "config/url_keys.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <mongoc/mongoc.h>
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MUSICD_VERSION
@@ -47,6 +50,7 @@ struct run {
 	struct walk walk;
 	struct known known;
 	struct listing listing; /* --print-urls */
+	struct url_keys signing_keys; /* --url-signing-key-file, for --print-urls; count 0: none */
 	char *roots[IMPORT_MAX_DIRS]; /* canonical; owned */
 	size_t root_count;
 	struct summary summary;
@@ -355,6 +359,11 @@ static void print_summary(struct run *run)
 /* The run after the options: returns the exit status. */
 static int run_import(struct run *run)
 {
+	/* The keys first: a key file that cannot be used stops the run before it writes. */
+	if (run->options.print_urls != NULL && run->options.config.url_signing_key_file != NULL &&
+	    url_keys_load(run->options.config.url_signing_key_file, &run->signing_keys, run->error,
+			  sizeof(run->error)) < 0)
+		return EXIT_USAGE_OR_DATABASE;
 	if (resolve_roots(run) < 0)
 		return EXIT_USAGE_OR_DATABASE;
 	if (store_open(&run->store, &run->options.config, run->error, sizeof(run->error)) < 0)
@@ -383,9 +392,16 @@ static int run_import(struct run *run)
 	console_progress_end(&run->console);
 	if (status == 0)
 		status = prune(run);
+	struct listing_signer signer = {
+		.key = &run->signing_keys.keys[0],
+		.parameter = run->options.config.url_signing_parameter,
+		.expires = (int64_t)time(NULL) + run->options.url_lifetime,
+	};
 	if (run->options.print_urls != NULL &&
-	    listing_print(&run->listing, run->options.print_urls, stdout) < 0 && status == 0) {
-		snprintf(run->error, sizeof(run->error), "out of memory");
+	    listing_print(&run->listing, run->options.print_urls,
+			  run->signing_keys.count > 0 ? &signer : NULL, stdout) < 0 &&
+	    status == 0) {
+		snprintf(run->error, sizeof(run->error), "out of memory, or a URL too long to sign");
 		status = -1;
 	}
 	if (status < 0 && run->summary.unconfirmed > 0) {
@@ -440,6 +456,7 @@ int main(int argc, char **argv)
 	walk_free(&run.walk);
 	known_free(&run.known);
 	listing_free(&run.listing);
+	url_keys_clear(&run.signing_keys);
 	for (size_t i = 0; i < run.root_count; i++)
 		free(run.roots[i]);
 	import_options_free(&run.options);

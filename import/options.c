@@ -8,6 +8,7 @@
 
 #include "document.h"
 #include "base/flags.h"
+#include "config/config_check.h"
 #include "config/config_sources.h"
 
 #include <errno.h>
@@ -20,6 +21,7 @@ enum option_kind {
 	OPTION_SWITCH,	   /* bool field; takes no value */
 	OPTION_JOBS,	   /* --jobs N */
 	OPTION_PRINT_URLS, /* --print-urls BASE */
+	OPTION_URL_LIFETIME, /* --url-lifetime SECONDS */
 };
 
 struct option_spec {
@@ -50,6 +52,12 @@ static const struct option_spec options[] = {
 	{"json", NULL, SWITCH(json), .help = "print the summary as one JSON object"},
 	{"print-urls", "BASE", OPTION_PRINT_URLS,
 	 .help = "print BASE/musicdb/<id>/<name>, artist and title of every track under the DIRs"},
+	{"url-signing-key-file", "FILE", SHARED(url_signing_key_file),
+	 .help = "sign each URL --print-urls prints with the file's first key (musicd's keys)"},
+	{"url-signing-parameter", "NAME", SHARED(url_signing_parameter),
+	 .help = "the query parameter of the signed URLs' token"},
+	{"url-lifetime", "SECONDS", OPTION_URL_LIFETIME,
+	 .help = "how long a signed URL stays valid (default 3600)"},
 };
 
 #define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
@@ -58,6 +66,7 @@ void import_options_init(struct import_options *options_out)
 {
 	memset(options_out, 0, sizeof(*options_out));
 	config_init(&options_out->config);
+	options_out->url_lifetime = CONFIG_DEFAULT_URL_LIFETIME;
 }
 
 void import_options_free(struct import_options *options_out)
@@ -162,6 +171,20 @@ static int apply_own(struct import_options *out, const struct argument *argument
 		}
 		return 0;
 	}
+	case OPTION_URL_LIFETIME: {
+		char *end = NULL;
+		errno = 0;
+		unsigned long seconds = argument->value[0] >= '0' && argument->value[0] <= '9'
+						? strtoul(argument->value, &end, 10)
+						: 0;
+		if (seconds == 0 || errno != 0 || *end != '\0' || seconds > CONFIG_MAX_URL_LIFETIME) {
+			snprintf(error, error_size, "--url-lifetime: '%s' is not a number from 1 to %u",
+				 argument->value, CONFIG_MAX_URL_LIFETIME);
+			return -1;
+		}
+		out->url_lifetime = (unsigned)seconds;
+		return 0;
+	}
 	case OPTION_SHARED:
 	case OPTION_CONFIG:
 		return 0;
@@ -238,6 +261,8 @@ int import_options_load(struct import_options *out, int argc, char *const *argv,
 		snprintf(error, error_size, "no directory given: musicd-import [options] DIR...");
 		return -1;
 	}
+	if (config_validate_url_signing(&out->config, error, error_size) < 0)
+		return -1;
 	if (document_field_is_reserved(out->config.path_field)) {
 		snprintf(error, error_size,
 			 "--path-field: '%s' is a field musicd-import writes itself; choose another",
@@ -262,14 +287,18 @@ void import_options_usage(FILE *out, const char *program)
 		snprintf(left, sizeof(left), "--%s%s%s", options[i].name,
 			 options[i].value_name ? " " : "",
 			 options[i].value_name ? options[i].value_name : "");
+		const char *shared_default =
+			options[i].kind == OPTION_SHARED
+				? *(char **)((char *)&defaults + options[i].offset)
+				: NULL;
 		if (options[i].kind == OPTION_SHARED)
-			fprintf(out, "  %-22s %s (default %s)\n", left, options[i].help,
-				*(char **)((char *)&defaults + options[i].offset));
+			fprintf(out, "  %-28s %s (default %s)\n", left, options[i].help,
+				shared_default != NULL ? shared_default : "off");
 		else
-			fprintf(out, "  %-22s %s\n", left, options[i].help);
+			fprintf(out, "  %-28s %s\n", left, options[i].help);
 	}
-	fprintf(out, "  %-22s %s\n", "--help", "show this help and exit");
-	fprintf(out, "  %-22s %s\n", "--version", "print the version and exit");
+	fprintf(out, "  %-28s %s\n", "--help", "show this help and exit");
+	fprintf(out, "  %-28s %s\n", "--version", "print the version and exit");
 	fprintf(out, "\nExit status: 0 all imported, 1 some files skipped, 2 usage or database "
 		     "error.\n");
 	config_free(&defaults);

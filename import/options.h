@@ -24,6 +24,7 @@ struct import_options {
 	bool hash, prune, dry_run, json;
 	unsigned jobs;	      /* 0 = one per CPU, settled by main */
 	char *print_urls;     /* base URL without a trailing slash, or NULL */
+	unsigned url_lifetime; /* seconds the URLs --print-urls signs stay valid */
 	const char *dirs[IMPORT_MAX_DIRS]; /* pointers into argv */
 	size_t dir_count;
 };

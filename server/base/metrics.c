@@ -27,6 +27,7 @@ struct metrics_worker {
 	counter connections_accepted, connections_refused;
 	counter lookups_started, lookups_finished;
 	counter lookup_errors[METRICS_LOOKUP_ERROR_COUNT];
+	counter url_refusals[METRICS_URL_REFUSAL_COUNT];
 } __attribute__((aligned(CACHE_LINE)));
 
 struct metrics_lookup_thread {
@@ -157,6 +158,12 @@ void metrics_count_lookup_error(struct metrics_worker *worker, enum metrics_look
 		add(&worker->lookup_errors[kind], 1);
 }
 
+void metrics_count_url_refusal(struct metrics_worker *worker, enum metrics_url_refusal reason)
+{
+	if (worker != NULL && reason < METRICS_URL_REFUSAL_COUNT)
+		add(&worker->url_refusals[reason], 1);
+}
+
 void metrics_observe_lookup(struct metrics_lookup_thread *thread, double seconds)
 {
 	if (thread != NULL)
@@ -185,6 +192,7 @@ void metrics_collect(struct metrics *metrics, struct metrics_snapshot *snapshot)
 	memset(&snapshot->first_byte, 0, sizeof(snapshot->first_byte));
 	memset(&snapshot->lookup_duration, 0, sizeof(snapshot->lookup_duration));
 	memset(snapshot->lookup_errors, 0, sizeof(snapshot->lookup_errors));
+	memset(snapshot->url_refusals, 0, sizeof(snapshot->url_refusals));
 	snapshot->response_bytes = 0;
 	snapshot->connections_accepted = snapshot->connections_refused = 0;
 	snapshot->lookups_in_flight = 0;
@@ -207,6 +215,8 @@ void metrics_collect(struct metrics *metrics, struct metrics_snapshot *snapshot)
 		finished += value_of(&worker->lookups_finished);
 		for (unsigned k = 0; k < METRICS_LOOKUP_ERROR_COUNT; k++)
 			snapshot->lookup_errors[k] += value_of(&worker->lookup_errors[k]);
+		for (unsigned r = 0; r < METRICS_URL_REFUSAL_COUNT; r++)
+			snapshot->url_refusals[r] += value_of(&worker->url_refusals[r]);
 	}
 	/* Relaxed reads of two counters may see a lookup finished before it started. */
 	snapshot->lookups_in_flight = started > finished ? started - finished : 0;

@@ -50,6 +50,9 @@ void metrics_lookup_finished(struct metrics_worker *worker, int error_kind);
 /* A lookup that could not be queued (METRICS_LOOKUP_REJECTED) or another error outside the pool. */
 void metrics_count_lookup_error(struct metrics_worker *worker, enum metrics_lookup_error kind);
 
+/* A track request refused 403 for its signed-URL token, for this reason. */
+void metrics_count_url_refusal(struct metrics_worker *worker, enum metrics_url_refusal reason);
+
 /* --- Counted by a lookup thread --- */
 
 /* One database round trip (a find command) took seconds. */
@@ -62,7 +65,7 @@ void metrics_set_database_up(struct metrics *metrics, int up);
 
 /*
  * Fills the snapshot's counted parts (requests, bytes, histograms, lookups,
- * connections accepted and refused, database_up), summed over every shard;
+ * connections accepted and refused, database_up, URL-signing refusals), summed over every shard;
  * the rest (caches, open connections, process, version) is left as it was.
  */
 void metrics_collect(struct metrics *metrics, struct metrics_snapshot *snapshot);

@@ -30,6 +30,15 @@ static const char *const lookup_error_names[METRICS_LOOKUP_ERROR_COUNT] = {
 	[METRICS_LOOKUP_REJECTED] = "rejected",
 };
 
+static const char *const url_refusal_names[METRICS_URL_REFUSAL_COUNT] = {
+	[METRICS_URL_MISSING] = "missing",
+	[METRICS_URL_MALFORMED] = "malformed",
+	[METRICS_URL_BAD_SIGNATURE] = "bad_signature",
+	[METRICS_URL_EXPIRED] = "expired",
+	[METRICS_URL_NOT_YET_VALID] = "not_yet_valid",
+	[METRICS_URL_WRONG_TRACK] = "wrong_track",
+};
+
 const char *metrics_method_name(enum metrics_method method)
 {
 	return method < METRICS_METHOD_COUNT ? method_names[method] : method_names[METRICS_METHOD_OTHER];
@@ -48,6 +57,11 @@ enum metrics_method metrics_method_of(const char *name)
 const char *metrics_lookup_error_name(enum metrics_lookup_error kind)
 {
 	return kind < METRICS_LOOKUP_ERROR_COUNT ? lookup_error_names[kind] : "error";
+}
+
+const char *metrics_url_refusal_name(enum metrics_url_refusal reason)
+{
+	return reason < METRICS_URL_REFUSAL_COUNT ? url_refusal_names[reason] : "malformed";
 }
 
 unsigned metrics_bucket_of(double seconds)
@@ -128,15 +142,34 @@ static void requests(struct text *text, const struct metrics_snapshot *snapshot)
 	}
 }
 
+/* A counter family with one sample per value of its one label, each written (0 included). */
+static void labelled_counter(struct text *text, const char *name, const char *help,
+			     const char *label, const char *const *label_values,
+			     const uint64_t *counts, unsigned count)
+{
+	family(text, name, "counter", help);
+	for (unsigned i = 0; i < count; i++)
+		put(text, "%s{%s=\"%s\"} %llu\n", name, label, label_values[i],
+		    (unsigned long long)counts[i]);
+}
+
 static void lookup_errors(struct text *text, const struct metrics_snapshot *snapshot)
 {
-	family(text, "musicd_lookup_errors_total", "counter",
-	       "Lookups that gave no answer: unavailable (database unreachable), timeout (past "
-	       "--lookup-timeout), error (any other database error), rejected (queue full).");
-	for (unsigned kind = 0; kind < METRICS_LOOKUP_ERROR_COUNT; kind++)
-		put(text, "musicd_lookup_errors_total{kind=\"%s\"} %llu\n",
-		    metrics_lookup_error_name((enum metrics_lookup_error)kind),
-		    (unsigned long long)snapshot->lookup_errors[kind]);
+	labelled_counter(text, "musicd_lookup_errors_total",
+			 "Lookups that gave no answer: unavailable (database unreachable), timeout "
+			 "(past --lookup-timeout), error (any other database error), rejected (queue "
+			 "full).",
+			 "kind", lookup_error_names, snapshot->lookup_errors,
+			 METRICS_LOOKUP_ERROR_COUNT);
+}
+
+static void url_refusals(struct text *text, const struct metrics_snapshot *snapshot)
+{
+	labelled_counter(text, "musicd_url_signing_refusals_total",
+			 "Track requests answered 403 for their signed-URL token "
+			 "(--url-signing-key-file), by reason.",
+			 "reason", url_refusal_names, snapshot->url_refusals,
+			 METRICS_URL_REFUSAL_COUNT);
 }
 
 static void cache(struct text *text, const char *prefix, const char *what,
@@ -216,6 +249,7 @@ size_t metrics_text_format(const struct metrics_snapshot *snapshot, char *out, s
 	gauge(&text, "musicd_database_up",
 	      "1 after a successful database round trip, 0 after an unavailable one.",
 	      snapshot->database_up ? 1 : 0);
+	url_refusals(&text, snapshot);
 	family(&text, "musicd_build_info", "gauge", "musicd's version; the value is always 1.");
 	put(&text, "musicd_build_info{version=\"");
 	label_value(&text, snapshot->version != NULL ? snapshot->version : "");

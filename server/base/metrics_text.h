@@ -47,6 +47,17 @@ enum metrics_lookup_error {
 	METRICS_LOOKUP_ERROR_COUNT
 };
 
+/* Why a track request was refused 403 for its signed-URL token (musicd_url_signing_refusals_total{reason}). */
+enum metrics_url_refusal {
+	METRICS_URL_MISSING,
+	METRICS_URL_MALFORMED,
+	METRICS_URL_BAD_SIGNATURE,
+	METRICS_URL_EXPIRED,
+	METRICS_URL_NOT_YET_VALID,
+	METRICS_URL_WRONG_TRACK,
+	METRICS_URL_REFUSAL_COUNT
+};
+
 /* The histograms' upper bounds in seconds (the last bucket, +Inf, is implicit). */
 #define METRICS_BUCKETS 14
 extern const double metrics_bucket_bounds[METRICS_BUCKETS];
@@ -81,6 +92,7 @@ struct metrics_snapshot {
 	struct metrics_cache_snapshot lookup_cache, file_cache;
 	uint64_t connections_open, connections_accepted, connections_refused;
 	int database_up;
+	uint64_t url_refusals[METRICS_URL_REFUSAL_COUNT];
 	int have_process;
 	struct metrics_process process;
 };
@@ -93,6 +105,9 @@ enum metrics_method metrics_method_of(const char *name);
 
 /* The label value of an error kind ("unavailable", "timeout", "error", "rejected"). */
 const char *metrics_lookup_error_name(enum metrics_lookup_error kind);
+
+/* The label value of a refusal reason ("missing", "bad_signature" ...). */
+const char *metrics_url_refusal_name(enum metrics_url_refusal reason);
 
 /* The bucket index a duration falls in (METRICS_BUCKETS when beyond the last bound). */
 unsigned metrics_bucket_of(double seconds);

@@ -92,6 +92,8 @@ void config_free(struct config *config)
 	free(config->pid_file);
 	free(config->error_cache_control);
 	free(config->cache_control);
+	free(config->url_signing_key_file);
+	free(config->url_signing_parameter);
 	memset(config, 0, sizeof(*config));
 }
 
@@ -305,7 +307,13 @@ void config_print_usage(const char *program)
 	printf("  %-36s %s\n", "--help", "show this help and exit");
 	printf("  %-36s %s\n", "--check-config",
 	       "check the configuration (options, config file, media roots, database URI, logs, "
-	       "--user) without serving or touching the database, and exit (also -t)");
+	       "--user, the URL-signing key file) without serving or touching the database, and exit "
+	       "(also -t)");
+	printf("  %-36s %s\n", "--sign-url URL|PATH|ID",
+	       "print it with a signed-URL token for its track (the key file's first key) and exit; "
+	       "an id alone prints the token");
+	printf("  %-36s %s (default %u)\n", "--url-lifetime SECONDS",
+	       "how long the URL --sign-url prints stays valid", CONFIG_DEFAULT_URL_LIFETIME);
 	printf("  %-36s %s\n", "--version", "print the version and exit");
 }
 

@@ -54,6 +54,25 @@ static bool listen_hosts_overlap(const char *a, const char *b)
 	return false;
 }
 
+/*
+ * A query parameter name the signer and every layer spell alike: RFC 3986's
+ * unreserved characters, which no client or proxy percent-encodes.
+ */
+static int check_parameter_name(const char *setting, const char *name, char *error,
+				size_t error_size)
+{
+	size_t length = strlen(name);
+	size_t plain = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				    "0123456789-._~");
+	if (length > CONFIG_URL_SIGNING_PARAMETER_MAX || plain < length) {
+		snprintf(error, error_size,
+			  "%s: '%.*s' is not 1 to %d letters, digits, '-', '.', '_' or '~'", setting,
+			  CONFIG_URL_SIGNING_PARAMETER_MAX, name, CONFIG_URL_SIGNING_PARAMETER_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 int config_validate(const struct config *config, char *error, size_t error_size)
 {
 	if (config->metrics_host != NULL && config->metrics_port == config->listen_port &&
@@ -129,5 +148,11 @@ int config_validate(const struct config *config, char *error, size_t error_size)
 	    check_header_value("error-cache-control", config->error_cache_control, error,
 			       error_size) < 0)
 		return -1;
-	return 0;
+	return config_validate_url_signing(config, error, error_size);
+}
+
+int config_validate_url_signing(const struct config *config, char *error, size_t error_size)
+{
+	return check_parameter_name("url-signing-parameter", config->url_signing_parameter, error,
+				    error_size);
 }

@@ -14,4 +14,7 @@
 /* 0, or -1 with a message naming the setting. */
 int config_validate(const struct config *config, char *error, size_t error_size);
 
+/* The part of config_validate signing a URL needs (--sign-url, musicd-import --print-urls). */
+int config_validate_url_signing(const struct config *config, char *error, size_t error_size);
+
 #endif

@@ -34,6 +34,12 @@
  * settings always fits; such values may not hold control characters either.
  */
 #define CONFIG_HEADER_VALUE_MAX 1024
+/* The longest --url-signing-leeway, in seconds, and the longest --url-signing-parameter. */
+#define CONFIG_MAX_URL_SIGNING_LEEWAY 3600
+#define CONFIG_URL_SIGNING_PARAMETER_MAX 64
+/* --url-lifetime of a URL --sign-url prints: an hour unless given, ten years at most. */
+#define CONFIG_DEFAULT_URL_LIFETIME 3600
+#define CONFIG_MAX_URL_LIFETIME (10u * 366 * 24 * 3600)
 /* The most settings the option table may hold (what a list of their names is sized by). */
 #define CONFIG_OPTION_MAX 128
 
@@ -96,6 +102,15 @@ struct config {
 	unsigned header_timeout;    /* seconds for a whole request head, from its first byte */
 	unsigned keepalive_timeout; /* seconds an idle keep-alive connection is kept */
 	unsigned send_timeout;	    /* seconds a response may make no progress */
+
+	/* Signed URLs (http/url_token.h): with a key file, the track route needs a token. */
+	char *url_signing_key_file;  /* hex keys (config/url_keys.h); NULL: off */
+	unsigned url_signing_leeway; /* seconds of clock skew allowed at st and at exp */
+	char *url_signing_parameter; /* the query parameter holding the token */
+
+	/* --sign-url's arguments (CONFIG_ACTION_SIGN_URL): not settings, so not in the table. */
+	const char *sign_url;	 /* the URL, path or id to sign; points into argv */
+	unsigned url_lifetime;	 /* --url-lifetime: seconds the signed URL stays valid */
 };
 
 enum config_action {
@@ -103,6 +118,7 @@ enum config_action {
 	CONFIG_ACTION_HELP,
 	CONFIG_ACTION_VERSION,
 	CONFIG_ACTION_CHECK, /* -t, --check-config: validate everything, serve nothing */
+	CONFIG_ACTION_SIGN_URL, /* --sign-url: print a signed URL, serve nothing */
 };
 
 #endif

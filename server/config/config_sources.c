@@ -114,10 +114,35 @@ int config_load_file(struct config *config, const char *path, char *error, size_
 
 /* One flag from argv: a setting's (flags.c reads it), or one of the words outside the table. */
 struct flag {
-	const char *name;		  /* the setting's, or "help", "version", "check-config" */
-	const char *value;		  /* NULL for the words */
+	const char *name;		  /* the setting's, or "help", "version", "check-config" ... */
+	const char *value;		  /* NULL for the words, but --sign-url's and --url-lifetime's */
 	const struct option_spec *option; /* NULL for the words */
 };
+
+/* The words outside the table that take a value (an action's arguments, not settings). */
+static const char *const valued_words[] = {"sign-url", "url-lifetime"};
+#define VALUED_WORD_COUNT (sizeof(valued_words) / sizeof(valued_words[0]))
+
+/* A flags_lookup over the valued words, then the table. */
+static const void *lookup_flag(const char *name, size_t length, enum flags_value *value)
+{
+	for (size_t i = 0; i < VALUED_WORD_COUNT; i++) {
+		if (flags_name_is(name, length, valued_words[i])) {
+			*value = FLAGS_VALUE_REQUIRED;
+			return &valued_words[i];
+		}
+	}
+	return option_table_flag(name, length, value);
+}
+
+static const char *valued_word(const void *option)
+{
+	for (size_t i = 0; i < VALUED_WORD_COUNT; i++) {
+		if (option == &valued_words[i])
+			return valued_words[i];
+	}
+	return NULL;
+}
 
 /*
  * Reads argv[*index] (and its value) into flag, advancing *index. Returns 0,
@@ -145,10 +170,29 @@ static int next_flag(int argc, char *const *argv, int *index, struct flag *flag,
 		return -1;
 	}
 	struct flags_flag read;
-	if (flags_read(argc, argv, index, option_table_flag, &read, error, error_size) < 0)
+	if (flags_read(argc, argv, index, lookup_flag, &read, error, error_size) < 0)
 		return -1;
+	if ((word = valued_word(read.option)) != NULL) {
+		*flag = (struct flag){word, read.value, NULL};
+		return 0;
+	}
 	const struct option_spec *option = read.option;
 	*flag = (struct flag){option->name, read.value != NULL ? read.value : "on", option};
+	return 0;
+}
+
+/* --url-lifetime: 1 to CONFIG_MAX_URL_LIFETIME seconds. */
+static int parse_lifetime(const char *text, unsigned *out, char *error, size_t error_size)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long value = text[0] >= '0' && text[0] <= '9' ? strtoul(text, &end, 10) : 0;
+	if (value == 0 || errno != 0 || *end != '\0' || value > CONFIG_MAX_URL_LIFETIME) {
+		snprintf(error, error_size, "--url-lifetime: '%s' is not a number from 1 to %u",
+			 text, CONFIG_MAX_URL_LIFETIME);
+		return -1;
+	}
+	*out = (unsigned)value;
 	return 0;
 }
 
@@ -184,7 +228,8 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 		enum config_action *action, char *error, size_t error_size)
 {
 	struct flag flag;
-	const char *config_path = NULL;
+	const char *config_path = NULL, *sign_url = NULL;
+	unsigned url_lifetime = CONFIG_DEFAULT_URL_LIFETIME;
 	bool check_only = false;
 	*action = CONFIG_ACTION_RUN;
 
@@ -202,6 +247,11 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 			check_only = true;
 		else if (flag_is(&flag, "config"))
 			config_path = flag.value;
+		else if (flag_is(&flag, "sign-url"))
+			sign_url = flag.value;
+		else if (flag_is(&flag, "url-lifetime") &&
+			 parse_lifetime(flag.value, &url_lifetime, error, error_size) < 0)
+			return -1;
 	}
 	if (*action == CONFIG_ACTION_VERSION)
 		return 0;
@@ -224,6 +274,13 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 			return -1;
 		if (flag_is(&flag, "user"))
 			config->user_origin[0] = '\0';
+	}
+	if (sign_url != NULL) {
+		/* Signing needs the key and the parameter name, not a server's settings. */
+		*action = CONFIG_ACTION_SIGN_URL;
+		config->sign_url = sign_url;
+		config->url_lifetime = url_lifetime;
+		return config_validate_url_signing(config, error, error_size);
 	}
 	if (check_only)
 		*action = CONFIG_ACTION_CHECK;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "http/range.h"
+#include "http/url_token.h"
 
 #define TEXT_OF(x) #x
 #define NUMBER_TEXT(macro) TEXT_OF(macro) /* the digits a numeric macro expands to */
@@ -105,6 +106,18 @@ static const struct option_spec options[] = {
 	 .help = "web page origin (scheme://host[:port]) allowed to read tracks by CORS, or * for "
 		 "any; repeatable",
 	 .default_note = "off", LIVE},
+	/* Signed URLs: off until a key file is given (http/url_token.h, config/url_keys.h). */
+	{"url-signing-key-file", "FILE|off", STRING_OR_OFF(url_signing_key_file),
+	 .help = "hex keys, one a line: every track request then needs a valid signed-URL token "
+		 "(Akamai EdgeAuth format); re-read on SIGHUP",
+	 .default_value = "off", LIVE},
+	{"url-signing-leeway", "SECONDS",
+	 NUMBER(url_signing_leeway, 0, CONFIG_MAX_URL_SIGNING_LEEWAY),
+	 .help = "clock skew allowed between the signer and musicd at a token's st and exp",
+	 .default_value = "5", LIVE},
+	{"url-signing-parameter", "NAME", STRING(url_signing_parameter),
+	 .help = "query parameter holding the token", .default_value = URL_TOKEN_DEFAULT_PARAMETER,
+	 LIVE},
 	{"max-ranges", "N", NUMBER(max_ranges, 1, RANGE_MAX_PARTS_LIMIT),
 	 .help = "ranges one request may ask for before it gets the whole file",
 	 .default_value = NUMBER_TEXT(RANGE_DEFAULT_MAX_PARTS), LIVE},

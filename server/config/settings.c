@@ -4,6 +4,7 @@
  * while the main thread publishes); nothing here takes a lock.
  */
 #include "config/settings.h"
+#include "config/url_keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,9 @@ struct settings *settings_new(const struct config *config, const struct settings
 		}
 	}
 	settings->trusted_proxy_count = config->trusted_proxy_count;
+	if (config->url_signing_key_file != NULL &&
+	    url_keys_load(config->url_signing_key_file, &settings->url_keys, error, error_size) < 0)
+		goto fail;
 	if ((settings->log = log_for(config, previous, error, error_size)) == NULL)
 		goto fail;
 	settings->access_log = settings->log->log;
@@ -87,6 +91,7 @@ struct settings *settings_new(const struct config *config, const struct settings
 	atomic_init(&settings->refs, 1);
 	return settings;
 fail:
+	url_keys_clear(&settings->url_keys);
 	config_free(&settings->config);
 	free(settings);
 	return NULL;
@@ -105,6 +110,7 @@ void settings_unref(struct settings *settings)
 	    atomic_fetch_sub_explicit(&settings->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	log_unref(settings->log);
+	url_keys_clear(&settings->url_keys);
 	config_free(&settings->config);
 	free(settings);
 }

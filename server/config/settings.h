@@ -27,6 +27,7 @@
 
 #include "base/access_log.h"
 #include "config/config.h"
+#include "http/url_token.h"
 #include "http/proxy_trust.h"
 
 struct settings_log; /* an access log shared by the snapshots that name the same target */
@@ -46,13 +47,19 @@ struct settings {
 	size_t trusted_proxy_count;
 	struct access_log *access_log; /* NULL when off; valid while the snapshot is */
 	struct settings_log *log;      /* what owns access_log */
+	/*
+	 * --url-signing-key-file's keys as read when the snapshot was made (each
+	 * SIGHUP reads the file again); count 0: signed URLs are off. Wiped when freed.
+	 */
+	struct url_keys url_keys;
 };
 
 /*
  * A snapshot of config (copied; trusted proxies already validated), one
  * reference held by the caller, generation previous's + 1 (1 without one).
  * Its access log is previous's when the target is the same, else opened here
- * (so on the calling thread). NULL with a message in error.
+ * (so on the calling thread); the URL-signing key file is read here, always.
+ * NULL with a message in error.
  */
 struct settings *settings_new(const struct config *config, const struct settings *previous,
 			      char *error, size_t error_size);

@@ -142,6 +142,8 @@ const char *response_reason(int status)
 		return "Not Modified";
 	case 400:
 		return "Bad Request";
+	case 403:
+		return "Forbidden";
 	case 404:
 		return "Not Found";
 	case 405:

@@ -26,6 +26,7 @@
 #include "config/config.h"
 #include "config/config_sources.h"
 #include "config/settings.h"
+#include "config/url_keys.h"
 #include "db/db_pool.h"
 #include "db/gridfs_spool.h"
 #include "media/media.h"
@@ -36,6 +37,7 @@
 #include "ops/privileges.h"
 #include "ops/reload.h"
 #include "ops/run.h"
+#include "ops/sign_url.h"
 #include "respond/resources.h"
 
 #ifndef MUSICD_VERSION
@@ -185,6 +187,37 @@ static int check_pid_file(const struct config *config, const struct privileges *
 				   error_size);
 }
 
+static int check_url_keys_as_user(const void *arg, char *error, size_t error_size)
+{
+	struct url_keys keys;
+	int status = url_keys_load(arg, &keys, error, error_size);
+	url_keys_clear(&keys);
+	return status;
+}
+
+/*
+ * -t: the URL-signing key file as start-up reads it, and as SIGHUP re-reads
+ * it, which is after the drop: as --user too when musicd is root.
+ */
+static int check_url_keys(const struct config *config, const struct privileges *user,
+			  char *error, size_t error_size)
+{
+	const char *path = config->url_signing_key_file;
+	if (path == NULL)
+		return 0;
+	if (check_url_keys_as_user(path, error, error_size) < 0)
+		return -1;
+	if (user == NULL || geteuid() != 0)
+		return 0;
+	char reason[CONFIG_ERROR_MAX];
+	if (privileges_check_as(user, check_url_keys_as_user, path, reason, sizeof(reason)) < 0) {
+		snprintf(error, error_size, "%.380s (as --user %.64s, who re-reads it on SIGHUP)",
+			 reason, user->user);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct config config;
@@ -215,6 +248,10 @@ int main(int argc, char **argv)
 	if (action == CONFIG_ACTION_VERSION) {
 		printf("musicd %s\n", MUSICD_VERSION);
 		status = 0;
+		goto out;
+	}
+	if (action == CONFIG_ACTION_SIGN_URL) {
+		status = sign_url_print(&config);
 		goto out;
 	}
 	log_set_level(config.log_level);
@@ -255,6 +292,8 @@ int main(int argc, char **argv)
 				sizeof(error)) < 0 ||
 		    check_pid_file(&config, config.user != NULL ? &user : NULL, error,
 				   sizeof(error)) < 0 ||
+		    check_url_keys(&config, config.user != NULL ? &user : NULL, error,
+				   sizeof(error)) < 0 ||
 		    db_pool_check_uri(&config, error, sizeof(error)) < 0) {
 			status = run_failed(error);
 		} else {
@@ -269,6 +308,10 @@ int main(int argc, char **argv)
 		status = run_failed(error);
 		goto out_roots;
 	}
+	if (initial->url_keys.count > 0)
+		log_info("signed URLs: every track request needs a token (%zu key%s from %s)",
+			 initial->url_keys.count, initial->url_keys.count == 1 ? "" : "s",
+			 config.url_signing_key_file);
 	/* One slot per worker, and one for the metrics listener's. */
 	if ((resources.settings = settings_board_new(initial, config.workers + 1)) == NULL) {
 		status = run_failed("out of memory for the settings");

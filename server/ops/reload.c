@@ -61,6 +61,33 @@ static void apply(const struct resources *resources, struct settings *next)
 	settings_board_publish(resources->settings, next);
 }
 
+/*
+ * Without --config the settings cannot change, but the URL-signing key file is
+ * read again all the same (a rotation needs no config file): a snapshot of the
+ * running settings with the file's keys as they are now.
+ */
+static void reload_keys_only(const struct resources *resources)
+{
+	const struct settings *running = settings_board_current(resources->settings);
+	const char *key_file = running->config.url_signing_key_file;
+	char error[CONFIG_ERROR_MAX];
+	if (key_file == NULL) {
+		log_warn("SIGHUP: musicd was started without --config, so there is no config file to "
+			 "re-read; settings unchanged");
+		return;
+	}
+	struct settings *next = settings_new(&running->config, running, error, sizeof(error));
+	if (next == NULL) {
+		log_error("SIGHUP: %s; settings unchanged", error);
+		return;
+	}
+	/* Said before apply, which gives running (and key_file with it) back. */
+	log_info("SIGHUP: no config file to re-read (started without --config); signed URLs: %zu "
+		 "key%s from %s",
+		 next->url_keys.count, next->url_keys.count == 1 ? "" : "s", key_file);
+	apply(resources, next);
+}
+
 void reload_run(struct reload *reload, const struct resources *resources)
 {
 	const char *path = reload->given.config_file;
@@ -70,8 +97,7 @@ void reload_run(struct reload *reload, const struct resources *resources)
 	enum config_action action;
 
 	if (path == NULL) {
-		log_warn("SIGHUP: musicd was started without --config, so there is no config file to "
-			 "re-read; settings unchanged");
+		reload_keys_only(resources);
 		return;
 	}
 	config_init(&loaded);
@@ -89,6 +115,7 @@ void reload_run(struct reload *reload, const struct resources *resources)
 		goto out;
 	}
 	uint64_t generation = next->generation;
+	size_t next_keys = next->url_keys.count;
 	apply(resources, next);
 	if (config_copy_live(&reload->given, &loaded) < 0)
 		log_error("SIGHUP: out of memory; the next reload may name settings as changed that "
@@ -99,6 +126,10 @@ void reload_run(struct reload *reload, const struct resources *resources)
 		log_warn("SIGHUP: %s changed in %s but need%s a restart; kept as %s", names, path,
 			 plan.kept_count == 1 ? "s" : "", plan.kept_count == 1 ? "it is" : "they are");
 	}
+	if (next_keys > 0)
+		/* The key file is read again on every reload, changed or not: say what it gave. */
+		log_info("SIGHUP: signed URLs: %zu key%s from %s", next_keys, next_keys == 1 ? "" : "s",
+			 loaded.url_signing_key_file);
 	reload_plan_names(plan.changed, plan.changed_count, names, sizeof(names));
 	log_info("SIGHUP: settings reloaded from %s (generation %llu): %s%s", path,
 		 (unsigned long long)generation, plan.changed_count > 0 ? "changed " : "",

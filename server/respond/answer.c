@@ -95,9 +95,10 @@ void answer_text(struct exchange *exchange, int status, const char *body)
 	answer_body(exchange, status, "text/plain; charset=utf-8", body, strlen(body));
 }
 
-void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value)
+/* An error under this Cache-Control (NULL: none), with one more field when name is not NULL. */
+static void error_answer(struct exchange *exchange, int status, const char *cache_control,
+			 const char *name, const char *value)
 {
-	const char *cache_control = exchange_config(exchange)->error_cache_control;
 	char body[64];
 	snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
 	struct text_body text = {body, strlen(body)};
@@ -107,6 +108,17 @@ void answer_error_with(struct exchange *exchange, int status, const char *name, 
 	if (name != NULL)
 		response_head_add(&head, name, value);
 	answer_send(exchange, &head, text.length, fill_text, &text);
+}
+
+void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value)
+{
+	error_answer(exchange, status, exchange_config(exchange)->error_cache_control, name, value);
+}
+
+void answer_forbidden(struct exchange *exchange)
+{
+	/* Whatever --error-cache-control says: a cache must not answer the next token with it. */
+	error_answer(exchange, 403, "no-store", NULL, NULL);
 }
 
 void answer_error(struct exchange *exchange, int status)

@@ -44,6 +44,12 @@ void answer_error(struct exchange *exchange, int status);
 /* The same with one more field (416's Content-Range). */
 void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value);
 
+/*
+ * 403 for a request its signed-URL token does not admit, always with
+ * Cache-Control: no-store (--error-cache-control notwithstanding).
+ */
+void answer_forbidden(struct exchange *exchange);
+
 /* A short text/plain answer with body. */
 void answer_text(struct exchange *exchange, int status, const char *body);
 

@@ -11,6 +11,7 @@
 #include "respond/metrics_page.h"
 #include "respond/resources.h"
 #include "respond/track.h"
+#include "respond/url_signing.h"
 
 /* A handler answers one route's GET or HEAD (now or later). */
 typedef void (*route_handler)(struct exchange *exchange, const struct route *route,
@@ -19,7 +20,9 @@ typedef void (*route_handler)(struct exchange *exchange, const struct route *rou
 static void handle_track(struct exchange *exchange, const struct route *route,
 			 const struct resources *resources)
 {
-	track_handle(exchange, route->mid, resources);
+	/* The token before the lookup: a request it does not admit costs no database round trip. */
+	if (url_signing_admits(exchange, route->mid))
+		track_handle(exchange, route->mid, resources);
 }
 
 static void handle_healthz(struct exchange *exchange, const struct route *route,

@@ -26,6 +26,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "http/url_redact.h"
 
 /*
  * The most one read takes from the socket: a head fits (a player's is a few
@@ -215,7 +216,9 @@ static void answer_on_socket(struct connection *connection, int status)
 	}
 	char method[SCAN_METHOD_MAX + 1], target[SCAN_TARGET_KEEP + 1];
 	snprintf(method, sizeof(method), "%s", scan->method_length > 0 ? scan->method : "-");
-	snprintf(target, sizeof(target), "%s", scan->target_length > 0 ? scan->target : "-");
+	/* What the scan kept of the target, without a signed-URL token (url_redact.h). */
+	url_redact(scan->target_length > 0 ? scan->target : "-",
+		   settings->config.url_signing_parameter, target, sizeof(target));
 	metrics_count_request(server->settings->metrics, metrics_method_of(method), status, sent);
 	if (settings->access_log != NULL && server->settings->log_requests) {
 		struct access_entry entry = {

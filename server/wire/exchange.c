@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "http/framing.h"
+#include "http/url_redact.h"
 
 /* nginx's status for a client that closed the connection before the response. */
 #define STATUS_CLIENT_CLOSED 499
@@ -194,6 +195,13 @@ static void log_access(struct exchange *exchange, struct evhttp_connection *evco
 	char forwarded_client[PROXY_TRUST_ADDRESS_MAX];
 	const char *forwarded[FORWARDED_LINES_MAX];
 	evhttp_connection_get_peer(evcon, &peer_address, &peer_port);
+	/* No signed-URL token reaches the log, in the target or in a Referer (url_redact.h). */
+	char target[ACCESS_LOG_LINE_MAX], referer[ACCESS_LOG_LINE_MAX];
+	const char *parameter = settings->config.url_signing_parameter;
+	const char *sent_referer = exchange_header(exchange, "Referer");
+	url_redact(evhttp_request_get_uri(req), parameter, target, sizeof(target));
+	if (sent_referer != NULL)
+		url_redact(sent_referer, parameter, referer, sizeof(referer));
 	size_t forwarded_count = settings->trusted_proxy_count > 0 ? forwarded_for_lines(req, forwarded)
 								   : 0;
 
@@ -204,12 +212,12 @@ static void log_access(struct exchange *exchange, struct evhttp_connection *evco
 						   sizeof(forwarded_client)),
 		.time = exchange->started_wall,
 		.method = exchange_method(exchange),
-		.target = evhttp_request_get_uri(req),
+		.target = target,
 		.http_major = req->major,
 		.http_minor = req->minor,
 		.status = status,
 		.body_bytes = body_bytes,
-		.referer = exchange_header(exchange, "Referer"),
+		.referer = sent_referer != NULL ? referer : NULL,
 		.user_agent = exchange_header(exchange, "User-Agent"),
 		.seconds = clock_seconds_since(&exchange->started),
 	};

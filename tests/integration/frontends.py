@@ -15,6 +15,8 @@ shipped file cannot silently stop being tested):
   config/varnish-musicd-cluster.vcl (several origins, no nginx)
       backend originN's .host "10.0.0.1N" and .port "23001" -> 127.0.0.1 and origin N's port;
       probe .interval 1s -> PROBE_INTERVAL
+  either VCL, when a test turns its url-signing block on (url_signing_on): the first '#' of
+      each of the block's lines removed, as README says, and its key file's path the test's
 
 Nginx runs in the foreground (`daemon off`) from a generated main nginx.conf in its own directory
 (pid, logs, temp paths there) that includes the site file the way Debian's nginx.conf includes
@@ -106,13 +108,33 @@ def nginx_cluster_site_text(origin_ports, nginx_port, fail_timeout=FAIL_TIMEOUT)
     return substitute(NGINX_CLUSTER_SITE.read_text(), replacements, NGINX_CLUSTER_SITE.name)
 
 
-def varnish_cluster_vcl_text(origin_ports, probe_interval=PROBE_INTERVAL):
-    """The shipped cluster VCL with backend originN at 127.0.0.1:<port N>."""
+def varnish_cluster_vcl_text(origin_ports, probe_interval=PROBE_INTERVAL, adapt=()):
+    """The shipped cluster VCL with backend originN at 127.0.0.1:<port N>; adapt as for
+    varnish_vcl_text."""
     replacements = _origin_replacements(
         origin_ports, lambda host, port: f'.host = "{host}";\n    .port = "{port}";',
         lambda port: f'.host = "127.0.0.1";\n    .port = "{port}";')
-    replacements.append((SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};"))
+    replacements += [(SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};"), *adapt]
     return substitute(VARNISH_CLUSTER_VCL.read_text(), replacements, VARNISH_CLUSTER_VCL.name)
+
+
+# The shipped VCLs' url-signing block, off as shipped: README's way to turn it on is to remove
+# the first '#' of each of its lines.
+URL_SIGNING_BEGIN = "# BEGIN url-signing\n"
+URL_SIGNING_END = "# END url-signing\n"
+SHIPPED_URL_SIGNING_KEYS = "/etc/varnish/musicd-url-signing.keys"
+
+
+def url_signing_on(vcl_path, key_file):
+    """The adapt pairs that turn vcl_path's url-signing block on, reading key_file."""
+    text = pathlib.Path(vcl_path).read_text()
+    start = text.index(URL_SIGNING_BEGIN) + len(URL_SIGNING_BEGIN)
+    block = text[start:text.index(URL_SIGNING_END)]
+    lines = block.split("\n")[:-1]
+    assert lines and all(line.startswith("#") for line in lines), \
+        f"{vcl_path}: a line of the url-signing block does not start with '#'"
+    on = "".join(line[1:] + "\n" for line in lines)
+    return [(block, on.replace(SHIPPED_URL_SIGNING_KEYS, str(key_file)))]
 
 
 def nginx_main_conf(directory, site_path, worker_processes=1, extra_http=""):
@@ -376,11 +398,11 @@ class FrontendFactory:
                          nginx_cluster_site_text(origin_ports, port, fail_timeout), port)
         return self._start(make)
 
-    def varnish_cluster(self, origin_ports, probe_interval=PROBE_INTERVAL):
+    def varnish_cluster(self, origin_ports, probe_interval=PROBE_INTERVAL, adapt=()):
         """Varnish from the shipped cluster VCL, its backends the given origins' ports."""
-        return self._start(lambda: Varnish(self._dir("varnish"),
-                                           varnish_cluster_vcl_text(origin_ports, probe_interval),
-                                           free_port()))
+        return self._start(lambda: Varnish(
+            self._dir("varnish"), varnish_cluster_vcl_text(origin_ports, probe_interval, adapt),
+            free_port()))
 
     def teardown(self):
         for p in reversed(self.started):

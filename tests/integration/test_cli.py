@@ -311,7 +311,8 @@ def test_connection_option_out_of_bounds_exits_2_naming_it(offline_musicd, tmp_p
 # has none or a described one. README's options table has a row per option whose default
 # column, backticks aside, is VALUE or NOTE, and empty when there is none.
 
-COMMAND_LINE_ONLY = {"config", "help", "version", "check-config"}  # never in a config file
+COMMAND_LINE_ONLY = {"config", "help", "version", "check-config", "sign-url",
+                     "url-lifetime"}  # never in a config file
 CONF_SETTING = re.compile(r"^(#?)([a-z][a-z0-9-]*)\s*=\s*(.*?)\s*$")
 HELP_LINE = re.compile(r"^  --(?P<name>[a-z][a-z0-9-]*)(?: (?P<value>\S+))?\s+(?P<help>.*)$")
 HELP_DEFAULT = re.compile(r" \(default(?P<note>:?) (?P<default>.*)\)$")

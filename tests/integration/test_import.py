@@ -22,6 +22,7 @@ import pymongo
 import pytest
 import requests
 
+from edgeauth import new_key, python_token, track_acl, write_key_file
 from import_support import (IMPORT_BIN, NO_DAC_OVERRIDE, RUN_TIMEOUT, Sources,
                             assert_skipped_once, id3v24_tag, import_env, mtime_ms, place,
                             run_import)
@@ -29,7 +30,8 @@ from media import sha256_file
 from support import REPO, free_port, scaled
 
 OPTIONS = ["--config", "--mongodb-uri", "--database", "--collection", "--path-field", "--hash",
-           "--prune", "--dry-run", "--jobs", "--json", "--print-urls", "--help", "--version"]
+           "--prune", "--dry-run", "--jobs", "--json", "--print-urls", "--url-signing-key-file",
+           "--url-signing-parameter", "--url-lifetime", "--help", "--version"]
 
 
 # -- options, help, man page ----------------------------------------------------------------------
@@ -665,6 +667,45 @@ def test_print_urls_and_musicd_serves_every_imported_track(importer, library, so
         response = requests.get(url, timeout=scaled(10))
         assert response.status_code == 200, url
         assert response.content == path.read_bytes()
+
+
+def test_print_urls_signs_every_url_musicd_then_serves(importer, library, sources, musicd,
+                                                       tmp_path):
+    key = new_key()
+    keys = write_key_file(tmp_path / "url-signing.keys", [key, new_key()])
+    paths = [place(sources.id3v2, library.root / "Café Noir.mp3"),
+             place(sources.ogg, library.root / "x/vorbis.ogg")]
+    server = musicd.start(extra_args=["--url-signing-key-file", keys])
+    before = int(time.time())
+    result = importer.run("--print-urls", server.url, "--url-signing-key-file", str(keys),
+                          "--url-lifetime", "120", str(library.root))
+    assert result.returncode == 0, result
+    docs = importer.docs()
+    lines = result.lines[:-1]
+    assert len(lines) == len(paths)
+    for line, path in zip(lines, sorted(paths, key=lambda p: os.fsencode(p))):
+        doc_id = str(docs[str(path)]["_id"])
+        url = line.split("\t")[0]
+        plain = f"{server.url}/musicdb/{doc_id}/{urllib.parse.quote(path.name, safe='')}"
+        prefix = f"{plain}?__token__=exp="
+        assert url.startswith(prefix), url
+        expires = int(url[len(prefix):].split("~")[0])
+        assert before + 120 <= expires <= int(time.time()) + 120
+        assert url == f"{plain}?__token__={python_token(key, track_acl(doc_id), expires)}"
+        response = requests.get(url, timeout=scaled(10))
+        assert response.status_code == 200 and response.content == path.read_bytes(), url
+        assert requests.get(plain, timeout=scaled(10)).status_code == 403
+
+
+def test_print_urls_with_a_key_file_others_may_read_exits_2_before_writing(importer, library,
+                                                                          sources, tmp_path):
+    keys = write_key_file(tmp_path / "open.keys", [new_key()], mode=0o644)
+    place(sources.plain, library.root / "a.mp3")
+    result = importer.run("--print-urls", "http://music.example", "--url-signing-key-file",
+                          str(keys), str(library.root))
+    assert result.returncode == 2, result
+    assert f"url-signing-key-file {keys}: mode 0644 lets others read or write it" in result.stderr
+    assert importer.docs() == {}
 
 
 def test_print_urls_lists_every_track_added_or_not(importer, library, sources):

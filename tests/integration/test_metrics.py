@@ -52,6 +52,7 @@ FAMILIES = {
     "musicd_connections_accepted": "counter",
     "musicd_connections_refused": "counter",
     "musicd_database_up": "gauge",
+    "musicd_url_signing_refusals": "counter",
     "musicd_build_info": "gauge",
     "process_cpu_seconds": "counter",
     "process_resident_memory_bytes": "gauge",

@@ -108,6 +108,22 @@ static void test_lookups_in_flight_are_started_less_finished_and_errors_count_by
 	assert_int_equal(f->snapshot->lookup_errors[METRICS_LOOKUP_ERROR], 0);
 }
 
+static void test_url_signing_refusals_are_summed_over_workers_by_reason(void **state)
+{
+	struct fixture *f = *state;
+	metrics_count_url_refusal(metrics_worker(f->metrics, 0), METRICS_URL_EXPIRED);
+	metrics_count_url_refusal(metrics_worker(f->metrics, 1), METRICS_URL_EXPIRED);
+	metrics_count_url_refusal(metrics_worker(f->metrics, 1), METRICS_URL_MISSING);
+	metrics_count_url_refusal(metrics_worker(f->metrics, 1), METRICS_URL_REFUSAL_COUNT);
+	metrics_count_url_refusal(NULL, METRICS_URL_MISSING);
+	metrics_collect(f->metrics, f->snapshot);
+	assert_int_equal(f->snapshot->url_refusals[METRICS_URL_EXPIRED], 2);
+	assert_int_equal(f->snapshot->url_refusals[METRICS_URL_MISSING], 1);
+	assert_int_equal(f->snapshot->url_refusals[METRICS_URL_BAD_SIGNATURE], 0);
+	metrics_collect(NULL, f->snapshot);
+	assert_int_equal(f->snapshot->url_refusals[METRICS_URL_EXPIRED], 0);
+}
+
 static void test_histograms_sum_the_threads_observations(void **state)
 {
 	struct fixture *f = *state;
@@ -202,6 +218,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_lookups_in_flight_are_started_less_finished_and_errors_count_by_kind,
 			set_up, tear_down),
+		cmocka_unit_test_setup_teardown(test_url_signing_refusals_are_summed_over_workers_by_reason,
+						set_up, tear_down),
 		cmocka_unit_test_setup_teardown(test_histograms_sum_the_threads_observations, set_up,
 						tear_down),
 		cmocka_unit_test_setup_teardown(test_database_up_follows_the_last_round_trip, set_up,

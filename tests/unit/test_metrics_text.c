@@ -87,6 +87,7 @@ static void test_an_empty_snapshot_lists_every_family_with_help_and_type(void **
 		{"musicd_connections_accepted_total", "counter"},
 		{"musicd_connections_refused_total", "counter"},
 		{"musicd_database_up", "gauge"},
+		{"musicd_url_signing_refusals_total", "counter"},
 		{"musicd_build_info", "gauge"},
 	};
 	struct metrics_snapshot *snapshot = empty();
@@ -174,6 +175,25 @@ static void test_every_lookup_error_kind_is_listed_even_at_zero(void **state)
 	assert_line(text, "musicd_lookup_errors_total{kind=\"timeout\"} 0");
 	assert_line(text, "musicd_lookup_errors_total{kind=\"error\"} 0");
 	assert_line(text, "musicd_lookup_errors_total{kind=\"rejected\"} 9");
+	free(text);
+	free(snapshot);
+}
+
+static void test_every_url_signing_refusal_reason_is_listed_even_at_zero(void **state)
+{
+	(void)state;
+	static const char *const reasons[METRICS_URL_REFUSAL_COUNT] = {
+		"missing", "malformed", "bad_signature", "expired", "not_yet_valid", "wrong_track"};
+	struct metrics_snapshot *snapshot = empty();
+	for (unsigned i = 0; i < METRICS_URL_REFUSAL_COUNT; i++)
+		snapshot->url_refusals[i] = 10 * i;
+	char *text = format(snapshot);
+	for (unsigned i = 0; i < METRICS_URL_REFUSAL_COUNT; i++) {
+		char line[128];
+		snprintf(line, sizeof(line), "musicd_url_signing_refusals_total{reason=\"%s\"} %u",
+			 reasons[i], 10 * i);
+		assert_line(text, line);
+	}
 	free(text);
 	free(snapshot);
 }
@@ -291,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_a_histogram_is_cumulative_and_its_inf_bucket_is_its_count),
 		cmocka_unit_test(test_a_bound_belongs_to_its_own_bucket),
 		cmocka_unit_test(test_every_lookup_error_kind_is_listed_even_at_zero),
+		cmocka_unit_test(test_every_url_signing_refusal_reason_is_listed_even_at_zero),
 		cmocka_unit_test(test_caches_connections_and_gauges_show_their_values),
 		cmocka_unit_test(test_the_version_label_is_escaped),
 		cmocka_unit_test(test_process_metrics_appear_once_read),
