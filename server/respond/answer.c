@@ -60,10 +60,10 @@ struct text_body {
 };
 
 /* A failed add would leave the body short of its Content-Length: never send that. */
-static void fill_text(struct evbuffer *output, const void *context)
+static void fill_text(struct exchange_body *output, const void *context)
 {
 	const struct text_body *body = context;
-	if (evbuffer_add(output, body->text, body->length) < 0) {
+	if (exchange_body_add(output, body->text, body->length) < 0) {
 		log_error("cannot queue a response body: aborting");
 		abort();
 	}
@@ -116,6 +116,8 @@ void answer_error(struct exchange *exchange, int status)
 								: ROUTE_ALLOWED_METHODS);
 	else if (status == 503)
 		answer_error_with(exchange, status, "Retry-After", ANSWER_RETRY_AFTER_SECONDS);
+	else if (status == 429)
+		answer_error_with(exchange, status, "Retry-After", ANSWER_STREAMS_RETRY_AFTER_SECONDS);
 	else
 		answer_error_with(exchange, status, NULL, NULL);
 }

@@ -173,6 +173,73 @@ static size_t forwarded_for_lines(struct evhttp_request *req, const char **lines
 	return count;
 }
 
+/* --- The client's limits --- */
+
+static const char *peer_of(struct evhttp_connection *evcon)
+{
+	char *address = NULL;
+	ev_uint16_t port = 0;
+	if (evcon != NULL)
+		evhttp_connection_get_peer(evcon, &address, &port);
+	return address != NULL ? address : "-";
+}
+
+const char *exchange_peer(const struct exchange *exchange)
+{
+	return peer_of(exchange->req != NULL ? evhttp_request_get_connection(exchange->req) : NULL);
+}
+
+/* The client as the request names it (proxy_trust.h), worked out once and kept. */
+static const char *client_of(struct exchange *exchange, struct evhttp_connection *evcon)
+{
+	if (exchange->client[0] != '\0' || exchange->req == NULL)
+		return exchange->client[0] != '\0' ? exchange->client : "-";
+	const struct settings *settings = exchange->snapshot;
+	const char *forwarded[FORWARDED_LINES_MAX];
+	char forwarded_client[PROXY_TRUST_ADDRESS_MAX];
+	size_t count = settings->trusted_proxy_count > 0 ? forwarded_for_lines(exchange->req, forwarded)
+						       : 0;
+	const char *client = proxy_trust_client_lines(settings->trusted_proxies,
+						      settings->trusted_proxy_count, peer_of(evcon),
+						      forwarded, count, forwarded_client,
+						      sizeof(forwarded_client));
+	snprintf(exchange->client, sizeof(exchange->client), "%s", client);
+	return exchange->client;
+}
+
+const char *exchange_client(struct exchange *exchange)
+{
+	return client_of(exchange,
+			 exchange->req != NULL ? evhttp_request_get_connection(exchange->req) : NULL);
+}
+
+enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap)
+{
+	struct address_counts *places = exchange->server->settings->client_places;
+	if (places == NULL || exchange->client_place != NULL)
+		return ADDRESS_TAKEN;
+	uint8_t key[ADDRESS_KEY_SIZE];
+	if (proxy_trust_address_key(exchange_client(exchange), key) < 0)
+		memset(key, 0, sizeof(key)); /* no address tells them apart: such clients share one count */
+	return address_counts_take(places, key, cap, &exchange->client_place);
+}
+
+void exchange_pace(struct exchange *exchange, uint64_t rate, uint64_t after)
+{
+	exchange->pace_rate = rate;
+	exchange->pace_after = after;
+}
+
+/* The request side ended: the client's place goes back, and a paced body's rest with it. */
+static void end_client_limits(struct exchange *exchange)
+{
+	pacing_free(exchange->pacing);
+	exchange->pacing = NULL;
+	if (exchange->client_place != NULL)
+		address_counts_give(exchange->client_place);
+	exchange->client_place = NULL;
+}
+
 /* The request ended (answered, or the client left first: 499); counted once, as it is logged. */
 static void count_request(struct exchange *exchange, int status, uint64_t body_bytes)
 {
@@ -187,19 +254,8 @@ static void log_access(struct exchange *exchange, struct evhttp_connection *evco
 	struct evhttp_request *req = exchange->req;
 	if (settings->access_log == NULL || req == NULL || !exchange->server->settings->log_requests)
 		return;
-	char *peer_address = NULL;
-	ev_uint16_t peer_port = 0;
-	char forwarded_client[PROXY_TRUST_ADDRESS_MAX];
-	const char *forwarded[FORWARDED_LINES_MAX];
-	evhttp_connection_get_peer(evcon, &peer_address, &peer_port);
-	size_t forwarded_count = settings->trusted_proxy_count > 0 ? forwarded_for_lines(req, forwarded)
-								   : 0;
-
 	struct access_entry entry = {
-		.client = proxy_trust_client_lines(settings->trusted_proxies,
-						   settings->trusted_proxy_count, peer_address,
-						   forwarded, forwarded_count, forwarded_client,
-						   sizeof(forwarded_client)),
+		.client = client_of(exchange, evcon),
 		.time = exchange->started_wall,
 		.method = exchange_method(exchange),
 		.target = evhttp_request_get_uri(req),
@@ -225,6 +281,7 @@ static void on_complete(struct evhttp_request *req, void *arg)
 
 	count_request(exchange, exchange->status, exchange->body_length);
 	log_access(exchange, evcon, exchange->status, exchange->body_length);
+	end_client_limits(exchange);
 	bufferevent_set_timeouts(bev, &server->keepalive_timeout, &server->keepalive_timeout);
 	/*
 	 * A client that sent its FIN (connection.c's reader saw it while evhttp did
@@ -280,6 +337,7 @@ void exchange_end_request_side(struct exchange *exchange, struct evhttp_connecti
 	}
 	count_request(exchange, status, sent);
 	log_access(exchange, evcon, status, sent);
+	end_client_limits(exchange);
 	wait_stop(exchange);
 	if (exchange->streaming) {
 		exchange->streaming = 0;
@@ -370,6 +428,7 @@ void exchange_release(struct exchange *exchange)
 		event_free(exchange->delivery);
 	if (exchange->drained != NULL)
 		event_free(exchange->drained);
+	end_client_limits(exchange); /* a request side that never began (out of memory) */
 	settings_unref(exchange->snapshot);
 	free(exchange->origin_target);
 	struct exchange_server *server = exchange->server;
@@ -493,20 +552,28 @@ static void write_only(struct exchange *exchange, struct bufferevent *bev,
 	exchange->req->chunked = 0;
 }
 
+static void send_paced(struct exchange *exchange, struct response_head *head,
+		       uint64_t body_length, exchange_fill_cb fill, const void *context);
+
 void exchange_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
 		   exchange_fill_cb fill, const void *context)
 {
 	if (!exchange_can_respond(exchange))
 		return;
+	int with_body = fill != NULL && body_length > 0 && !exchange_is_head(exchange);
+	if (with_body && exchange->pace_rate > 0) {
+		send_paced(exchange, head, body_length, fill, context);
+		return;
+	}
 	struct bufferevent *bev = queue_head(exchange, head);
 	if (bev == NULL)
 		return;
-	int with_body = fill != NULL && body_length > 0 && !exchange_is_head(exchange);
 	exchange->body_length = exchange->body_appended = with_body ? body_length : 0;
 	if (with_body) {
 		/* Only the no-progress send timeout while a body goes out (libevent #715). */
 		bufferevent_set_timeouts(bev, NULL, &exchange->server->send_timeout);
-		fill(bufferevent_get_output(bev), context);
+		struct exchange_body body = {.output = bufferevent_get_output(bev)};
+		fill(&body, context);
 	}
 	bufferevent_data_cb write_done;
 	bufferevent_getcb(bev, NULL, &write_done, NULL, NULL);
@@ -536,8 +603,9 @@ static void on_output_changed(struct evbuffer *output, const struct evbuffer_cb_
 			      void *arg)
 {
 	struct exchange *exchange = arg;
+	(void)output;
 	if (info->n_deleted > 0 && exchange->on_drained != NULL &&
-	    evbuffer_get_length(output) <= exchange->drain_low)
+	    exchange_stream_queued(exchange) <= exchange->drain_low)
 		event_active(exchange->drained, EV_TIMEOUT, 1);
 }
 
@@ -571,6 +639,8 @@ int exchange_stream_start(struct exchange *exchange, struct response_head *head,
 	exchange->body_length = body_length;
 	exchange->body_appended = 0;
 	exchange->streaming = 1;
+	if (exchange->pace_rate > 0 && pacing_start(exchange) < 0)
+		log_warn("out of memory pacing a response: it goes at full speed");
 	bufferevent_set_timeouts(bev, NULL, &exchange->server->send_timeout);
 	/*
 	 * No write callback until the last byte is queued: evhttp_write_cb calls
@@ -594,7 +664,26 @@ size_t exchange_stream_queued(const struct exchange *exchange)
 	if (!exchange->streaming)
 		return 0;
 	struct evhttp_connection *evcon = evhttp_request_get_connection(exchange->req);
-	return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)));
+	return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon))) +
+	       (size_t)pacing_held(exchange->pacing);
+}
+
+void exchange_stream_added(struct exchange *exchange, size_t length)
+{
+	struct bufferevent *bev =
+		evhttp_connection_get_bufferevent(evhttp_request_get_connection(exchange->req));
+	exchange->body_appended += length;
+	if (exchange->body_appended < exchange->body_length) {
+		flush_to_socket(bev);
+		return;
+	}
+	/* The last byte is queued: from here on it completes as exchange_send's answers do. */
+	exchange->streaming = 0;
+	evbuffer_remove_cb_entry(bufferevent_get_output(bev), exchange->drain_watch);
+	exchange->drain_watch = NULL;
+	write_only(exchange, bev, exchange->evhttp_write_cb);
+	evhttp_send_reply_end(exchange->req);
+	flush_to_socket(bev);
 }
 
 int exchange_stream_append(struct exchange *exchange, struct evbuffer *part)
@@ -604,26 +693,44 @@ int exchange_stream_append(struct exchange *exchange, struct evbuffer *part)
 	struct bufferevent *bev =
 		evhttp_connection_get_bufferevent(evhttp_request_get_connection(exchange->req));
 	size_t length = evbuffer_get_length(part);
-	if (length > exchange->body_length - exchange->body_appended ||
-	    evbuffer_add_buffer(bufferevent_get_output(bev), part) < 0) {
+	/* What a paced body still holds is promised too. */
+	uint64_t room =
+		exchange->body_length - exchange->body_appended - pacing_held(exchange->pacing);
+	if (length > room ||
+	    (exchange->pacing != NULL ? pacing_add_part(exchange->pacing, part)
+				      : evbuffer_add_buffer(bufferevent_get_output(bev), part)) < 0) {
 		log_error("a streamed body part does not fit its Content-Length or memory; "
 			  "closing the connection");
 		exchange_stream_abort(exchange);
 		return -1;
 	}
-	exchange->body_appended += length;
-	if (exchange->body_appended < exchange->body_length) {
-		flush_to_socket(bev);
-		return 0;
-	}
-	/* The last byte is queued: from here on it completes as exchange_send's answers do. */
-	exchange->streaming = 0;
-	evbuffer_remove_cb_entry(bufferevent_get_output(bev), exchange->drain_watch);
-	exchange->drain_watch = NULL;
-	write_only(exchange, bev, exchange->evhttp_write_cb);
-	evhttp_send_reply_end(exchange->req);
-	flush_to_socket(bev);
+	if (exchange->pacing != NULL)
+		pacing_feed(exchange);
+	else
+		exchange_stream_added(exchange, length);
 	return 0;
+}
+
+/*
+ * A paced answer whose body is all known now (exchange_send): the head goes
+ * first, the body is recorded, and pacing feeds it to the output as a
+ * stream's parts are.
+ */
+static void send_paced(struct exchange *exchange, struct response_head *head,
+		       uint64_t body_length, exchange_fill_cb fill, const void *context)
+{
+	if (exchange_stream_start(exchange, head, body_length) != 0)
+		return; /* the connection is closing */
+	struct evhttp_connection *evcon = evhttp_request_get_connection(exchange->req);
+	struct exchange_body body = {
+		.output = bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)),
+		.pacing = exchange->pacing,
+	};
+	fill(&body, context);
+	if (exchange->pacing != NULL)
+		pacing_feed(exchange);
+	else
+		exchange_stream_added(exchange, (size_t)body_length); /* no memory to pace it */
 }
 
 int exchange_stream_when_drained(struct exchange *exchange, size_t low, exchange_wait_cb on_drained,
