@@ -136,6 +136,9 @@ sub vcl_backend_fetch {
         # (Varnish already drops Range on a miss; said here so nobody "fixes" it).
         unset bereq.http.Range;
         unset bereq.http.If-Range;
+        # A fill is Varnish's own request, not the missing client's (config/varnish-musicd.vcl
+        # says why): musicd, with Varnish's address as --trusted-proxy, neither paces nor caps it.
+        unset bereq.http.X-Forwarded-For;
     }
 }
 
@@ -207,6 +210,11 @@ sub vcl_backend_response {
 }
 
 sub vcl_deliver {
+    # Behind a --trusted-proxy, musicd hands its --limit-rate on for nginx (X-Accel-Limit-Rate
+    # and kin); Varnish cannot pace, and they are nobody else's business.
+    unset resp.http.X-Accel-Limit-Rate;
+    unset resp.http.X-Accel-Limit-Rate-After;
+    unset resp.http.X-Accel-Buffering;
     # For humans and tests: was this answered from the cache? (Age and the two transaction ids
     # in X-Varnish say the same.)
     if (obj.hits > 0) {

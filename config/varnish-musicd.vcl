@@ -15,7 +15,8 @@ vcl 4.1;
 #   - the probe interval and window (how fast an outage is noticed);
 #   - grace (how long an outage of nginx, musicd or the database stays invisible);
 #   - MAX_CACHED_BYTES in vcl_backend_response, the size of the largest track kept in memory:
-#     keep it a small fraction of -s malloc,SIZE so that one album does not evict the library.
+#     keep it a small fraction of -s malloc,SIZE so that one album does not evict the library;
+#   - the request limit per client (opt-in, commented out: vcl_recv and the import below).
 #
 # Ranges, on a hit and on a miss (players seek with Range; browsers' <audio> always sends one):
 #   - hit: Varnish cuts the range from the cached object itself (206 with Content-Range, 416 for
@@ -28,8 +29,17 @@ vcl 4.1;
 #     stored under the plain URL (vcl_backend_response refuses it anyway).
 #   - pass (objects over MAX_CACHED_BYTES, and anything uncacheable): the Range header goes to
 #     nginx and musicd, which answer 206 themselves; Varnish relays it and stores nothing.
+#
+# Per-client limits (README, "Per-client limits"): Varnish faces the clients here, and neither
+# nginx nor musicd may pace its fill of a track (every listener shares it), so a fill goes as
+# Varnish's own request (vcl_backend_fetch) and musicd, with Varnish's address among its
+# --trusted-proxy, neither paces nor caps it. Hits are sent at Varnish's speed: Varnish has no
+# pacing of its own, so --limit-rate does not reach clients of this stack. What Varnish can
+# limit is requests per client: the opt-in block at the top of vcl_recv (vsthrottle).
 
 import std;
+# Requests per client (opt-in): Debian's varnish-modules, and the block in vcl_recv.
+#import vsthrottle;
 
 # musicd's GET /healthz answers 200 only when a real lookup reaches the database within its
 # --lookup-timeout, so the backend turns sick when nginx, musicd or the database is down.
@@ -61,6 +71,16 @@ backend nginx {
 }
 
 sub vcl_recv {
+    # Requests per client (opt-in; uncomment with `import vsthrottle;` above, and install
+    # Debian's varnish-modules). ADAPT: at most 300 track requests from one client address in
+    # 60 s, then 429 for 60 s (vcl_synth's Retry-After says the same). A player's seeks and a
+    # page of <audio> elements stay far below it; a scraper walking the catalogue does not.
+    # Behind a TLS terminator, give Varnish the client's address (PROXY protocol) so that
+    # client.identity is the client's.
+    #if (req.url ~ "^/musicdb/" &&
+    #    vsthrottle.is_denied("musicdb:" + client.identity, 300, 60s, 60s)) {
+    #    return (synth(429, "Too Many Requests"));
+    #}
     if (req.url == "/healthz") {
         # Always the origin's current state, never a cached one.
         return (pass);
@@ -113,6 +133,11 @@ sub vcl_backend_fetch {
         # (Varnish already drops Range on a miss; said here so nobody "fixes" it).
         unset bereq.http.Range;
         unset bereq.http.If-Range;
+        # A fill is Varnish's own request, for every listener to come, not the one client's
+        # that missed: without that client's X-Forwarded-For, nginx names Varnish as the
+        # client, and musicd (--trusted-proxy with Varnish's address) neither paces nor caps
+        # it, nor hands nginx a rate for it.
+        unset bereq.http.X-Forwarded-For;
     }
 }
 
@@ -169,6 +194,19 @@ sub vcl_backend_response {
     }
     # The built-in rules follow: no-store / private / no-cache, Set-Cookie and Vary: * are not
     # cached (e.g. musicd run with --cache-control no-store).
+}
+
+sub vcl_synth {
+    if (resp.status == 429) {
+        # The request limit per client of vcl_recv: a short text answer nobody caches, as
+        # musicd's own errors. ADAPT: Retry-After is vsthrottle's block (60s).
+        set resp.http.Content-Type = "text/plain; charset=utf-8";
+        set resp.http.Cache-Control = "no-store";
+        set resp.http.Retry-After = "60";
+        set resp.body = "429 Too Many Requests" + {"
+"};
+        return (deliver);
+    }
 }
 
 sub vcl_deliver {
