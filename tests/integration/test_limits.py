@@ -141,6 +141,17 @@ def get_from(source_ip, server, target, headers=None, method="GET"):
     return status, fields, bytes(body)
 
 
+def assert_429(answer, retry_after):
+    """(status, headers, body) is a 429 as musicd and the shipped VCL answer it: short text,
+    never cached, with when to come back."""
+    status, fields, body = answer
+    assert status == 429, answer
+    assert fields["retry-after"] == retry_after
+    assert fields["cache-control"] == "no-store"
+    assert fields["content-type"] == "text/plain; charset=utf-8"
+    assert body == b"429 Too Many Requests\n"
+
+
 def metric(server, name):
     text = requests.get(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=TIMEOUT).text
     for line in text.splitlines():
@@ -271,12 +282,7 @@ def test_beyond_the_cap_a_client_gets_429_with_retry_after_and_it_is_counted(mus
     server = musicd.start(extra_args=["--max-streams-per-client", "2"])
     held = [Held(server.port, track.url_path, "127.0.0.2") for _ in range(2)]
     assert [h.status for h in held] == [200, 200]
-    status, fields, body = get_from("127.0.0.2", server, track.url_path)
-    assert status == 429
-    assert fields["retry-after"] == "1"
-    assert fields["cache-control"] == "no-store"
-    assert fields["content-type"] == "text/plain; charset=utf-8"
-    assert body == b"429 Too Many Requests\n"
+    assert_429(get_from("127.0.0.2", server, track.url_path), retry_after="1")
     assert metric(server, "musicd_client_streams") == 2
     assert metric(server, "musicd_client_streams_refused_total") == 1
     # One stream ends: its place is free again.
