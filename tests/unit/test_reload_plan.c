@@ -26,6 +26,7 @@ static const char *const LIVE_SETTINGS[] = {
 	"lookup-cache-ttl", "lookup-cache-negative-ttl", "open-file-cache-valid",
 	"open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",
 	"trusted-proxy", "access-log", "log-level", "cors-origin",
+	"limit-rate", "limit-rate-after", "max-streams-per-client",
 };
 #define LIVE_COUNT (sizeof(LIVE_SETTINGS) / sizeof(LIVE_SETTINGS[0]))
 
