@@ -9,7 +9,8 @@ paces them, and nothing slows a cache's fill.
   the VCL's opt-in request limit (vsthrottle), enabled: 429 beyond it.
 
 nginx's limit_rate grants a second's worth of the rate at the start (its +1 in
-ngx_http_write_filter), so its times run up to a second short of the rate's; still within 10%.
+ngx_http_write_filter) and counts whole seconds, so its times run up to two seconds short of the
+rate's: the paced tests take the issue's 26.5 s, where that stays within 10%.
 """
 
 import shutil
@@ -27,8 +28,10 @@ pytestmark = pytest.mark.skipif(
     reason="nginx and varnishd are needed (scripts/install-deps)")
 
 HEALTHY_TIMEOUT = scaled(30)
-RATE, AFTER = 256 * KIB, 512 * KIB
-LIMITS = ["--limit-rate", "256K", "--limit-rate-after", "512K"]
+# The issue's figures: 26.5 s for the 4 MB track, so that nginx's second-granular credit (up to
+# two seconds' worth early, by when in its second a request starts) stays within the 10%.
+RATE, AFTER = 128 * KIB, 512 * KIB
+LIMITS = ["--limit-rate", "128K", "--limit-rate-after", "512K"]
 TRUST_LOCAL = ["--trusted-proxy", "127.0.0.1/32"]   # nginx and Varnish connect from 127.0.0.1
 
 def vsthrottle_on(limit):
@@ -125,6 +128,22 @@ def test_a_varnish_fill_of_a_long_track_runs_at_full_speed(musicd, library, fron
     # And the hit is Varnish's, at its own speed: Varnish has no pacing.
     status, fields, body, seconds, _ = read_paced(varnish.port, track.url_path, "127.0.0.2")
     assert status == 200 and body == track.data and fields["x-cache"] == "hit"
+
+
+def test_a_pass_through_varnish_is_paced_by_nginx_for_its_one_client(musicd, library, frontends):
+    """A pass (here If-Range, which Varnish does not evaluate) is one client's request: it
+    reaches nginx with that client named, and nginx paces it at the rate musicd hands on."""
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=TRUST_LOCAL + LIMITS)
+    nginx = frontends.nginx(server.port)
+    varnish = frontends.varnish(nginx.port)
+    varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
+    etag = get_from("127.0.0.1", server, track.url_path, method="HEAD")[1]["etag"]
+    status, fields, body, seconds, _ = read_paced(varnish.port, track.url_path, "127.0.0.2",
+                                                  headers={"If-Range": etag})
+    assert status == 200 and body == track.data
+    assert not [name for name in fields if name.startswith("x-accel")], fields
+    assert_paced(seconds, track.size, RATE, AFTER, "a pass through Varnish")
 
 
 def test_the_vcl_request_limit_enabled_answers_429_beyond_it(musicd, library, frontends):
