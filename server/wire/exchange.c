@@ -12,7 +12,9 @@
  * adds a part, a callback on the output wakes a waiter once the socket took
  * enough (exchange_stream_when_drained: the sender's backpressure), and the
  * append that completes Content-Length puts evhttp's write callback back and
- * ends the request as exchange_send does.
+ * ends the request as exchange_send does. A paced answer (exchange_pace) is
+ * sent as such a stream whatever its body: pacing.c records the body and
+ * feeds it a slice at a time (exchange_stream_added).
  */
 #include "wire/exchange.h"
 #include "wire/wire_state.h"

@@ -1,26 +1,25 @@
 /*
  * pacing: the recorded body (pieces: a text's bytes, or a file segment's
- * range), its credit, and the feed that moves slices of it to the output.
- * The body a fill writes (exchange_body_add, exchange_body_add_segment) goes
- * straight to the output when the response is not paced, and is recorded
- * here when it is.
+ * range), its allowance, and the feed that moves slices of it to the
+ * output. The body a fill writes (exchange_body_add, exchange_body_add_segment)
+ * goes straight to the output when the response is not paced, and is
+ * recorded here when it is. A paced response costs one allocation for
+ * itself (its timer and first pieces inside), and an evbuffer for the
+ * segments' references or one for the texts.
  */
 #include "wire/pacing.h"
 
+#include <event2/event_struct.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "wire/exchange.h"
 #include "wire/wire_state.h"
 
-#define PIECES_FIRST 4 /* a body of one range, or a short multipart one */
-
-/* (Without libm, which nothing else needs.) */
-static double larger(double a, double b)
-{
-	return a > b ? a : b;
-}
+/* Pieces kept inside the pacing: a body of one range, or a stream's one growing text. */
+#define PIECES_INLINE 2
 
 struct piece {
 	struct evbuffer_file_segment *segment; /* NULL: the next length bytes of texts */
@@ -29,25 +28,30 @@ struct piece {
 
 struct pacing {
 	struct exchange *exchange;
-	double rate;		  /* bytes per second */
-	uint64_t slice;		  /* a feed's size once the credit is steady */
-	double credit;		  /* bytes that may go out now */
-	double credit_max;	  /* what refilling may raise it to */
-	struct timespec refilled; /* when the credit was last topped up */
-	struct event *timer;	  /* the wait for credit or for the socket */
+	uint64_t rate, after;	  /* bytes per second, and those sent at once first */
+	uint64_t slice;		  /* what a feed waits for once the allowance is steady */
+	struct timespec started;  /* when the body began */
+	uint64_t fed;		  /* body bytes moved to the output */
+	struct event timer;	  /* the wait for allowance or for the socket */
 	struct evbuffer *texts;	  /* the text pieces' bytes, in order; NULL until one */
 	struct evbuffer *holds;	  /* a chain per segment piece: its reference; NULL until one */
-	struct piece *pieces;
+	struct piece *pieces;	  /* inline, or malloc'd once more are recorded */
 	size_t count, capacity;
 	size_t next;		  /* the piece being fed */
 	uint64_t next_done;	  /* its bytes fed already */
 	uint64_t held;		  /* recorded and not yet fed */
+	struct piece inline_pieces[PIECES_INLINE];
 };
 
 uint64_t pacing_slice(uint64_t rate)
 {
 	uint64_t slice = rate / (1000 / PACING_INTERVAL_MS);
 	return slice > PACING_SLICE_MIN ? slice : PACING_SLICE_MIN;
+}
+
+double pacing_allowed(uint64_t rate, uint64_t after, double seconds)
+{
+	return (double)after + (double)pacing_slice(rate) + (double)rate * (seconds > 0 ? seconds : 0);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg);
@@ -57,17 +61,17 @@ int pacing_start(struct exchange *exchange)
 	struct pacing *pacing = calloc(1, sizeof(*pacing));
 	if (pacing == NULL)
 		return -1;
-	pacing->timer = evtimer_new(exchange->server->base, on_timer, pacing);
-	if (pacing->timer == NULL) {
+	if (evtimer_assign(&pacing->timer, exchange->server->base, on_timer, pacing) < 0) {
 		free(pacing);
 		return -1;
 	}
 	pacing->exchange = exchange;
-	pacing->rate = (double)exchange->pace_rate;
+	pacing->rate = exchange->pace_rate;
+	pacing->after = exchange->pace_after;
 	pacing->slice = pacing_slice(exchange->pace_rate);
-	pacing->credit = (double)exchange->pace_after + (double)pacing->slice;
-	pacing->credit_max = larger(pacing->rate * PACING_CREDIT_SECONDS, (double)pacing->slice);
-	pacing->refilled = clock_now();
+	pacing->started = clock_now();
+	pacing->pieces = pacing->inline_pieces;
+	pacing->capacity = PIECES_INLINE;
 	exchange->pacing = pacing;
 	metrics_count_paced(exchange->server->settings->metrics);
 	return 0;
@@ -77,12 +81,13 @@ void pacing_free(struct pacing *pacing)
 {
 	if (pacing == NULL)
 		return;
-	event_free(pacing->timer);
+	event_del(&pacing->timer);
 	if (pacing->texts != NULL)
 		evbuffer_free(pacing->texts);
 	if (pacing->holds != NULL)
 		evbuffer_free(pacing->holds); /* the segments' references */
-	free(pacing->pieces);
+	if (pacing->pieces != pacing->inline_pieces)
+		free(pacing->pieces);
 	free(pacing);
 }
 
@@ -96,10 +101,13 @@ uint64_t pacing_held(const struct pacing *pacing)
 static struct piece *new_piece(struct pacing *pacing)
 {
 	if (pacing->count == pacing->capacity) {
-		size_t capacity = pacing->capacity ? pacing->capacity * 2 : PIECES_FIRST;
-		struct piece *grown = realloc(pacing->pieces, capacity * sizeof(*grown));
+		size_t capacity = pacing->capacity * 2;
+		struct piece *grown = malloc(capacity * sizeof(*grown));
 		if (grown == NULL)
 			return NULL;
+		memcpy(grown, pacing->pieces, pacing->count * sizeof(*grown));
+		if (pacing->pieces != pacing->inline_pieces)
+			free(pacing->pieces);
 		pacing->pieces = grown;
 		pacing->capacity = capacity;
 	}
@@ -184,24 +192,13 @@ int exchange_body_add_segment(struct exchange_body *body, struct evbuffer_file_s
 
 /* --- The feed --- */
 
-static void refill(struct pacing *pacing)
-{
-	struct timespec now = clock_now();
-	double earned = pacing->rate * clock_seconds_since(&pacing->refilled);
-	pacing->refilled = now;
-	/* Unused credit above the cap (the --limit-rate-after bytes) stays; refilling stops at it. */
-	if (pacing->credit < pacing->credit_max)
-		pacing->credit = pacing->credit + earned < pacing->credit_max ? pacing->credit + earned
-									     : pacing->credit_max;
-}
-
 static void wait_for(struct pacing *pacing, double seconds)
 {
 	long microseconds = (long)(seconds * 1e6) + 1;
 	if (microseconds < 1000)
 		microseconds = 1000; /* the loop's clock is a millisecond's */
 	struct timeval delay = {.tv_sec = microseconds / 1000000, .tv_usec = microseconds % 1000000};
-	evtimer_add(pacing->timer, &delay);
+	evtimer_add(&pacing->timer, &delay);
 }
 
 /* Moves length bytes of the record, from where the feed stopped, to output; 0 or -1. */
@@ -224,6 +221,7 @@ static int move_to(struct pacing *pacing, struct evbuffer *output, uint64_t leng
 			return -1;
 		pacing->next_done += take;
 		pacing->held -= take;
+		pacing->fed += take;
 		length -= take;
 		if (pacing->next_done == piece->length) {
 			pacing->next++;
@@ -241,22 +239,22 @@ void pacing_feed(struct exchange *exchange)
 	struct evbuffer *output =
 		bufferevent_get_output(evhttp_connection_get_bufferevent(
 			evhttp_request_get_connection(exchange->req)));
-	refill(pacing);
-	if (pacing->held == 0)
-		return; /* a stream's next part is awaited: its append feeds again */
-	if (evtimer_pending(pacing->timer, NULL))
-		return; /* a wait is on already */
+	if (pacing->held == 0 || evtimer_pending(&pacing->timer, NULL))
+		return; /* a stream's next part is awaited (its append feeds again), or a wait is on */
+	double rate = (double)pacing->rate;
 	if (evbuffer_get_length(output) >= pacing->slice) {
 		/* The client is behind the rate: nothing more until the socket took a slice. */
-		wait_for(pacing, (double)pacing->slice / pacing->rate);
+		wait_for(pacing, (double)pacing->slice / rate);
 		return;
 	}
-	uint64_t allowed = (uint64_t)pacing->credit;
-	uint64_t length = allowed < pacing->held ? allowed : pacing->held;
+	double due = pacing_allowed(pacing->rate, pacing->after,
+				    clock_seconds_since(&pacing->started)) -
+		     (double)pacing->fed;
+	uint64_t length = due < (double)pacing->held ? (due > 0 ? (uint64_t)due : 0) : pacing->held;
 	uint64_t wanted = pacing->slice < pacing->held ? pacing->slice : pacing->held;
 	if (length < wanted) {
 		/* Less than a slice is due: wait until a whole one is, rather than trickle. */
-		wait_for(pacing, ((double)wanted - pacing->credit) / pacing->rate);
+		wait_for(pacing, ((double)wanted - due) / rate);
 		return;
 	}
 	if (move_to(pacing, output, length) < 0) {
@@ -264,9 +262,10 @@ void pacing_feed(struct exchange *exchange)
 		exchange_stream_abort(exchange);
 		return;
 	}
-	pacing->credit -= (double)length;
-	if (pacing->held > 0)
-		wait_for(pacing, larger((double)pacing->slice - pacing->credit, 0) / pacing->rate);
+	if (pacing->held > 0) {
+		double ahead = due - (double)length; /* under a byte, what was due and not sent */
+		wait_for(pacing, ((double)pacing->slice - ahead) / rate);
+	}
 	/* Last: with the final byte this completes the response, and may free the exchange. */
 	exchange_stream_added(exchange, (size_t)length);
 }

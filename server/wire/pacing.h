@@ -14,10 +14,13 @@
  * slice on the output. bufferevent_set_rate_limit is not used for the same
  * reason: its bucket only learns afterwards what sendfile wrote.
  *
- * Credit is a token bucket: after + one slice to begin with, then rate
- * bytes a second, kept up to a second's worth (so a late timer, on a loaded
- * loop, loses nothing, and a client that stalled earns no burst beyond
- * that). One timer per paced response, armed only while it waits.
+ * What may have gone out by a moment is nginx's limit_rate allowance: the
+ * --limit-rate-after bytes and one slice at once (nginx sends a second's
+ * worth), then the rate from the start of the body on (pacing_allowed). So
+ * a late timer on a loaded loop, or a body source that stalled (a GridFS
+ * read), is caught up with, and the body's average never exceeds the rate;
+ * a client that stalled gets what it missed as one burst, as from nginx.
+ * One timer per paced response, armed only while it waits.
  *
  * Ownership: the pacing is its exchange's (exchange->pacing), freed when the
  * request side ends (the last byte written, or the client gone); it holds
@@ -29,13 +32,21 @@
 
 #include <stdint.h>
 
-/* Bytes one feed sends at most once the credit is a slice: PACING_INTERVAL_MS of the rate, at least PACING_SLICE_MIN. */
+/*
+ * What a feed waits for once the allowance is steady: PACING_INTERVAL_MS of
+ * the rate, at least PACING_SLICE_MIN (a slow rate still wakes its response
+ * about once a second, not ten times).
+ */
 #define PACING_SLICE_MIN (16 * 1024)
 #define PACING_INTERVAL_MS 100
-/* The credit a paced response may save up, in seconds of its rate. */
-#define PACING_CREDIT_SECONDS 1.0
 
 /* The slice for rate (bytes per second). Pure. */
 uint64_t pacing_slice(uint64_t rate);
+
+/*
+ * The body bytes that may have gone out seconds after the body began, at
+ * rate bytes a second after the first after bytes. Pure.
+ */
+double pacing_allowed(uint64_t rate, uint64_t after, double seconds);
 
 #endif

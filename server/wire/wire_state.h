@@ -208,7 +208,7 @@ int pacing_add_part(struct pacing *pacing, struct evbuffer *part);
 uint64_t pacing_held(const struct pacing *pacing);
 
 /*
- * Feeds the output what the credit allows now, and waits for more credit or
+ * Feeds the output what the allowance gives now, and waits for more or
  * for the socket. The exchange may be complete (and freed) when it returns.
  */
 void pacing_feed(struct exchange *exchange);

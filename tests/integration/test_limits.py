@@ -3,9 +3,10 @@ meaning, for every body source, still by sendfile) and --max-streams-per-client 
 across workers), and who is limited by which address. Through the shipped nginx and Varnish:
 test_limits_frontends.py.
 
-Timings: pacing can only be late on a loaded machine, never early, and the credit it keeps (a
-second's worth) absorbs late timers; so each paced time is asserted within 10% of what the rate
-says, and only the time a test may take is stretched (scaled()) for the sanitized build.
+Timings: pacing can only be late on a loaded machine, never early, and its allowance counts
+from the body's start (nginx's), so a late timer is caught up with; each paced time is asserted
+within 10% of what the rate says, and only the time a test may take is stretched (scaled())
+for the sanitized build.
 
 Clients use their own loopback addresses (127.0.0.2 ...: every 127.0.0.0/8 address is local), so
 that each test's clients are told apart by address as remote clients would be.
@@ -25,6 +26,7 @@ import httpraw
 from byteranges import parse_multipart
 from support import scaled, wait_until
 from test_gridfs import gridfs_file, spool_args, wait_for_copy  # noqa: F401 (a fixture)
+from tracing import WRITE_CALLS, syscall_bytes, traced
 
 TIMEOUT = scaled(10)
 KIB = 1024
@@ -238,6 +240,25 @@ def test_the_gridfs_spools_copy_is_paced(musicd, gridfs_file, tmp_path):
     assert_paced(seconds, len(body), 32 * KIB, 32 * KIB + slice_of(32 * KIB), "the spool's copy")
 
 
+def test_a_paced_file_goes_out_by_sendfile_a_slice_at_a_time(musicd, library, tmp_path):
+    track = library.add(library.media.big, "big.mp3")
+    rate = 2 * 1024 * KIB
+    server = musicd.start(extra_args=["--limit-rate", "2M"])
+    get_from("127.0.0.1", server, track.url_path, {"Range": "bytes=0-0"})   # the file cached
+    with traced(server.pid, tmp_path) as trace:
+        status, _, body, seconds, _ = read_paced(server.port, track.url_path)
+    assert status == 200 and body == track.data
+    assert_paced(seconds, track.size, rate, slice_of(rate), "2 MiB/s")
+    calls = syscall_bytes(trace[0])
+    sendfiles = calls.get("sendfile", [])
+    assert sum(sendfiles) == track.size, f"sendfile moved {sum(sendfiles)} of {track.size}"
+    # No write sends more than one slice: the pacing bounds what sendfile is handed.
+    assert max(sendfiles) <= 2 * slice_of(rate), max(sendfiles)
+    assert len(sendfiles) >= track.size // (2 * slice_of(rate)), len(sendfiles)
+    written = sum(sum(calls.get(name, [])) for name in WRITE_CALLS)
+    assert written < 64 * KIB, f"{written} bytes written through user space"
+
+
 def test_a_body_within_limit_rate_after_and_a_head_go_at_once(musicd, library):
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(extra_args=["--limit-rate", "1K",
@@ -268,7 +289,7 @@ def test_a_client_resetting_a_paced_stream_frees_it_at_once(musicd, library):
     held = Held(server.port, track.url_path)
     assert held.status == 200
     held.sock.recv(20000)
-    held.reset()   # while pacing waits for credit: the next slice's write sees the reset
+    held.reset()   # while pacing waits for its next slice
     wait_streams(server, 0)
     wait_descriptors_back(server, baseline)
     status, _, body = get_from("127.0.0.1", server, track.url_path, {"Range": "bytes=0-99"})

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(
     reason="nginx and varnishd are needed (scripts/install-deps)")
 
 HEALTHY_TIMEOUT = scaled(30)
-# The issue's figures: 26.5 s for the 4 MB track, so that nginx's second-granular credit (up to
+# The issue's figures: 26.5 s for the 4 MB track, so that nginx's second-granular allowance (up to
 # two seconds' worth early, by when in its second a request starts) stays within the 10%.
 RATE, AFTER = 128 * KIB, 512 * KIB
 LIMITS = ["--limit-rate", "128K", "--limit-rate-after", "512K"]
