@@ -287,6 +287,9 @@ sub vcl_backend_fetch {
         # (Varnish already drops Range on a miss; said here so nobody "fixes" it).
         unset bereq.http.Range;
         unset bereq.http.If-Range;
+        # A fill is Varnish's own request, not the missing client's (config/varnish-musicd.vcl
+        # says why): musicd, with Varnish's address as --trusted-proxy, neither paces nor caps it.
+        unset bereq.http.X-Forwarded-For;
     }
 }
 
@@ -358,6 +361,11 @@ sub vcl_backend_response {
 }
 
 sub vcl_deliver {
+    # Behind a --trusted-proxy, musicd hands its --limit-rate on for nginx (X-Accel-Limit-Rate
+    # and kin); Varnish cannot pace, and they are nobody else's business.
+    unset resp.http.X-Accel-Limit-Rate;
+    unset resp.http.X-Accel-Limit-Rate-After;
+    unset resp.http.X-Accel-Buffering;
     # If-Match of one strong ETag (with *, the only forms vcl_recv lets through to the cache;
     # the others were musicd's to answer, and were): strong comparison with the track's ETag, before any range (RFC 9110 section 13.2.2), so a
     # client whose copy changed gets musicd's answer, 412, and not bytes of another version.

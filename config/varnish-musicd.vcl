@@ -15,7 +15,8 @@ vcl 4.1;
 #   - the probe interval and window (how fast an outage is noticed);
 #   - grace (how long an outage of nginx, musicd or the database stays invisible);
 #   - MAX_CACHED_BYTES in vcl_backend_response, the size of the largest track kept in memory:
-#     keep it a small fraction of -s malloc,SIZE so that one album does not evict the library.
+#     keep it a small fraction of -s malloc,SIZE so that one album does not evict the library;
+#   - the request limit per client (opt-in, commented out: the request-limit block below).
 #
 # Ranges, on a hit and on a miss (players seek with Range; browsers' <audio> always sends one):
 #   - hit: Varnish cuts the range from the cached object itself (206 with Content-Range, 416 for
@@ -28,8 +29,49 @@ vcl 4.1;
 #     stored under the plain URL (vcl_backend_response refuses it anyway).
 #   - pass (objects over MAX_CACHED_BYTES, and anything uncacheable): the Range header goes to
 #     nginx and musicd, which answer 206 themselves; Varnish relays it and stores nothing.
+#
+# Per-client limits (README, "Per-client limits"): Varnish faces the clients here, and neither
+# nginx nor musicd may pace its fill of a track (every listener shares it), so a fill goes as
+# Varnish's own request (vcl_backend_fetch) and musicd, with Varnish's address among its
+# --trusted-proxy, neither paces nor caps it. Hits are sent at Varnish's speed: Varnish has no
+# pacing of its own, so --limit-rate does not reach clients of this stack. What Varnish can
+# limit is requests per client: the opt-in request-limit block below (vsthrottle).
 
 import std;
+
+# -- Requests per client (vsthrottle, Debian's varnish-modules): off as shipped ---------------
+# Varnish faces the clients, so it is the layer that can limit what each one asks for. Turned
+# on, a client address that asks for more than 300 tracks (or ranges of them) in 60 s is
+# answered 429 (text, Cache-Control: no-store, Retry-After) for the next 60 s; a player's seeks
+# and a page of <audio> elements stay far below that, a scraper walking the catalogue does not.
+# It runs before everything else in vcl_recv (VCL runs the subs of one name in file order), so
+# a refused request costs no lookup. ADAPT: 300 and 60s (vsthrottle's limit, period and block)
+# and the Retry-After (the block's seconds). Behind a TLS terminator, give Varnish the client's
+# address (PROXY protocol) so that client.identity is the client's.
+#
+# To turn it on: remove the first '#' of each line from BEGIN request-limit to END
+# request-limit (and install varnish-modules).
+# BEGIN request-limit
+#import vsthrottle;
+#
+#sub vcl_recv {
+#    if (req.url ~ "^/musicdb/" &&
+#        vsthrottle.is_denied("musicdb:" + client.identity, 300, 60s, 60s)) {
+#        return (synth(429, "Too Many Requests"));
+#    }
+#}
+#
+#sub vcl_synth {
+#    if (resp.status == 429) {
+#        set resp.http.Content-Type = "text/plain; charset=utf-8";
+#        set resp.http.Cache-Control = "no-store";
+#        set resp.http.Retry-After = "60";
+#        set resp.body = "429 Too Many Requests" + {"
+#"};
+#        return (deliver);
+#    }
+#}
+# END request-limit
 
 # musicd's GET /healthz answers 200 only when a real lookup reaches the database within its
 # --lookup-timeout, so the backend turns sick when nginx, musicd or the database is down.
@@ -260,6 +302,11 @@ sub vcl_backend_fetch {
         # (Varnish already drops Range on a miss; said here so nobody "fixes" it).
         unset bereq.http.Range;
         unset bereq.http.If-Range;
+        # A fill is Varnish's own request, for every listener to come, not the one client's
+        # that missed: without that client's X-Forwarded-For, nginx names Varnish as the
+        # client, and musicd (--trusted-proxy with Varnish's address) neither paces nor caps
+        # it, nor hands nginx a rate for it.
+        unset bereq.http.X-Forwarded-For;
     }
 }
 

@@ -25,6 +25,7 @@ struct metrics_worker {
 	counter response_bytes;
 	struct histogram first_byte;
 	counter connections_accepted, connections_refused;
+	counter streams_refused, paced; /* per-client limits */
 	counter lookups_started, lookups_finished;
 	counter lookup_errors[METRICS_LOOKUP_ERROR_COUNT];
 	counter url_refusals[METRICS_URL_REFUSAL_COUNT];
@@ -137,6 +138,18 @@ void metrics_count_connection(struct metrics_worker *worker, int refused)
 		add(&worker->connections_refused, 1);
 }
 
+void metrics_count_stream_refused(struct metrics_worker *worker)
+{
+	if (worker != NULL)
+		add(&worker->streams_refused, 1);
+}
+
+void metrics_count_paced(struct metrics_worker *worker)
+{
+	if (worker != NULL)
+		add(&worker->paced, 1);
+}
+
 void metrics_lookup_started(struct metrics_worker *worker)
 {
 	if (worker != NULL)
@@ -195,6 +208,7 @@ void metrics_collect(struct metrics *metrics, struct metrics_snapshot *snapshot)
 	memset(snapshot->url_refusals, 0, sizeof(snapshot->url_refusals));
 	snapshot->response_bytes = 0;
 	snapshot->connections_accepted = snapshot->connections_refused = 0;
+	snapshot->streams_refused = snapshot->paced = 0;
 	snapshot->lookups_in_flight = 0;
 	snapshot->database_up = 0;
 	if (metrics == NULL)
@@ -211,6 +225,8 @@ void metrics_collect(struct metrics *metrics, struct metrics_snapshot *snapshot)
 		add_histogram(&snapshot->first_byte, &worker->first_byte);
 		snapshot->connections_accepted += value_of(&worker->connections_accepted);
 		snapshot->connections_refused += value_of(&worker->connections_refused);
+		snapshot->streams_refused += value_of(&worker->streams_refused);
+		snapshot->paced += value_of(&worker->paced);
 		started += value_of(&worker->lookups_started);
 		finished += value_of(&worker->lookups_finished);
 		for (unsigned k = 0; k < METRICS_LOOKUP_ERROR_COUNT; k++)

@@ -41,6 +41,12 @@ void metrics_observe_first_byte(struct metrics_worker *worker, double seconds);
 /* One connection accepted; refused when it was closed at once for --max-connections. */
 void metrics_count_connection(struct metrics_worker *worker, int refused);
 
+/* An answer refused (429) because its client had --max-streams-per-client bodies in flight. */
+void metrics_count_stream_refused(struct metrics_worker *worker);
+
+/* A body musicd paces itself (--limit-rate) began. */
+void metrics_count_paced(struct metrics_worker *worker);
+
 /* A lookup was queued; metrics_lookup_finished follows once it is handed back. */
 void metrics_lookup_started(struct metrics_worker *worker);
 

@@ -246,6 +246,17 @@ size_t metrics_text_format(const struct metrics_snapshot *snapshot, char *out, s
 	counter(&text, "musicd_connections_refused_total",
 		"Connections closed at once because --max-connections were open.",
 		snapshot->connections_refused);
+	/* Per-client limits. */
+	gauge(&text, "musicd_client_streams",
+	      "Answers with a body in flight that hold a place under --max-streams-per-client.",
+	      snapshot->client_streams);
+	counter(&text, "musicd_client_streams_refused_total",
+		"Answers refused with 429 because their client had --max-streams-per-client in "
+		"flight.",
+		snapshot->streams_refused);
+	counter(&text, "musicd_paced_responses_total",
+		"Response bodies musicd sent at --limit-rate itself (not those handed to a proxy).",
+		snapshot->paced);
 	gauge(&text, "musicd_database_up",
 	      "1 after a successful database round trip, 0 after an unavailable one.",
 	      snapshot->database_up ? 1 : 0);

@@ -91,6 +91,7 @@ struct metrics_snapshot {
 	uint64_t lookup_errors[METRICS_LOOKUP_ERROR_COUNT];
 	struct metrics_cache_snapshot lookup_cache, file_cache;
 	uint64_t connections_open, connections_accepted, connections_refused;
+	uint64_t client_streams, streams_refused, paced; /* per-client limits */
 	int database_up;
 	uint64_t url_refusals[METRICS_URL_REFUSAL_COUNT];
 	int have_process;

@@ -40,6 +40,9 @@
 /* --url-lifetime of a URL --sign-url prints: an hour unless given, ten years at most. */
 #define CONFIG_DEFAULT_URL_LIFETIME 3600
 #define CONFIG_MAX_URL_LIFETIME (10u * 366 * 24 * 3600)
+/* The fastest --limit-rate (1 TiB/s) and the largest --limit-rate-after (as the spool's size). */
+#define CONFIG_MAX_LIMIT_RATE ((uint64_t)1 << 40)
+#define CONFIG_MAX_LIMIT_RATE_AFTER ((uint64_t)1 << 62)
 /* The most settings the option table may hold (what a list of their names is sized by). */
 #define CONFIG_OPTION_MAX 128
 
@@ -95,6 +98,11 @@ struct config {
 	char *error_cache_control; /* Cache-Control of 4xx and 5xx answers; NULL for none */
 	char *cors_origins[CONFIG_MAX_CORS_ORIGINS]; /* origins, or one "*" or "off" (cors.h) */
 	size_t cors_origin_count;		     /* 0: off */
+
+	/* Per-client limits (respond/client_limits.c says which layer applies each). */
+	uint64_t limit_rate;		 /* body bytes per second after limit_rate_after; 0: off */
+	uint64_t limit_rate_after;	 /* body bytes sent at full speed first */
+	unsigned max_streams_per_client; /* answers with a body in flight per client; 0: no cap */
 
 	/* The connection layer's bounds. */
 	unsigned max_connections;   /* 0 = what the descriptor limit leaves room for, settled by main */

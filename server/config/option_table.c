@@ -131,6 +131,20 @@ static const struct option_spec options[] = {
 	{"trusted-proxy", "CIDR",
 	 LIST(trusted_proxies, trusted_proxy_count, CONFIG_MAX_TRUSTED_PROXIES),
 	 .help = "peer whose X-Forwarded-For names the client in the access log; repeatable", LIVE},
+	/* Per-client limits. */
+	{"limit-rate", "BYTES", BYTES(limit_rate, CONFIG_MAX_LIMIT_RATE),
+	 .help = "send each track's body at BYTES per second once --limit-rate-after bytes went "
+		 "out (K, M, G: times 1024 each), as nginx's limit_rate; behind a --trusted-proxy "
+		 "the proxy is asked to (X-Accel-Limit-Rate); 0: off",
+	 .default_value = "0", LIVE},
+	{"limit-rate-after", "BYTES", BYTES(limit_rate_after, CONFIG_MAX_LIMIT_RATE_AFTER),
+	 .help = "bytes of each track's body sent at full speed before --limit-rate applies",
+	 .default_value = "0", LIVE},
+	{"max-streams-per-client", "N", NUMBER(max_streams_per_client, 0, CONFIG_MAX_CONNECTIONS),
+	 .help = "answers with a body in flight at once per client address (the peer, or the "
+		 "X-Forwarded-For client of a --trusted-proxy), over all workers; beyond it 429; "
+		 "0: no cap",
+	 .default_value = "0", LIVE},
 	{"max-connections", "N", NUMBER(max_connections, 1, CONFIG_MAX_CONNECTIONS),
 	 .help = "connections open at once; beyond it new ones are closed at once",
 	 .default_note = "what the descriptor limit leaves room for"},

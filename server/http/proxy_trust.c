@@ -219,3 +219,27 @@ const char *proxy_trust_client(const struct cidr *trusted, size_t trusted_count,
 	return proxy_trust_client_lines(trusted, trusted_count, peer, &forwarded_for,
 					forwarded_for != NULL ? 1 : 0, out, out_size);
 }
+
+enum proxy_trust_place proxy_trust_place(const struct cidr *trusted, size_t trusted_count,
+					 const char *peer, const char *client)
+{
+	if (client != NULL && is_trusted(trusted, trusted_count, client))
+		return PROXY_TRUST_PROXY_ITSELF;
+	if (peer != NULL && is_trusted(trusted, trusted_count, peer))
+		return PROXY_TRUST_BEHIND_PROXY;
+	return PROXY_TRUST_DIRECT;
+}
+
+int proxy_trust_address_key(const char *text, uint8_t key[16])
+{
+	int family;
+	bool mapped;
+	if (text == NULL || parse_address(text, &family, key, &mapped) < 0)
+		return -1;
+	if (family == AF_INET) {
+		/* parse_address left the four bytes first: they go last, behind ::ffff:. */
+		memmove(key + 12, key, 4);
+		memcpy(key, mapped_prefix, sizeof(mapped_prefix));
+	}
+	return 0;
+}

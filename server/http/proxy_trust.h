@@ -47,4 +47,24 @@ const char *proxy_trust_client_lines(const struct cidr *trusted, size_t trusted_
 const char *proxy_trust_client(const struct cidr *trusted, size_t trusted_count, const char *peer,
 			       const char *forwarded_for, char *out, size_t out_size);
 
+/*
+ * Who faces a request's client, for the limits that belong to that layer
+ * (per-client pacing and caps): from peer and the client worked out above.
+ */
+enum proxy_trust_place {
+	PROXY_TRUST_DIRECT,	   /* the peer is no trusted proxy: it is the client */
+	PROXY_TRUST_BEHIND_PROXY,  /* a trusted proxy faces the client, whom it names */
+	PROXY_TRUST_PROXY_ITSELF,  /* the client is a trusted proxy: its own request (a cache's
+				      fill, a probe), never limited by that address */
+};
+enum proxy_trust_place proxy_trust_place(const struct cidr *trusted, size_t trusted_count,
+					 const char *peer, const char *client);
+
+/*
+ * An address as the 16 bytes that name it once however it is written (IPv4
+ * and IPv4-mapped IPv6 alike, as ::ffff:a.b.c.d): 0, or -1 if text is not an
+ * address.
+ */
+int proxy_trust_address_key(const char *text, uint8_t key[16]);
+
 #endif

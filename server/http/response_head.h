@@ -26,8 +26,12 @@ enum response_connection {
 	RESPONSE_CONNECTION_KEEP_ALIVE, /* "Connection: keep-alive", for an HTTP/1.0 client that asked */
 };
 
-/* Fields a head carries besides the ones it names (Allow, Retry-After, offload headers ...). */
-#define RESPONSE_FIELDS_MAX 8
+/*
+ * Fields a head carries besides the ones it names (Allow, Retry-After, offload headers ...):
+ * an offloaded answer's Cache-Control, X-Accel-Redirect, Content-Disposition, three CORS
+ * fields and the two that hand a rate on, with room.
+ */
+#define RESPONSE_FIELDS_MAX 12
 
 struct response_field {
 	const char *name;  /* "Allow" */

@@ -325,7 +325,9 @@ int main(int argc, char **argv)
 					    config.open_file_cache_valid,
 					    config.open_file_cache_inactive);
 	resources.metrics = metrics_new(config.workers, config.lookup_threads);
-	if (resources.lookup_cache == NULL || resources.file_cache == NULL || resources.metrics == NULL) {
+	resources.client_places = address_counts_new();
+	if (resources.lookup_cache == NULL || resources.file_cache == NULL || resources.metrics == NULL ||
+	    resources.client_places == NULL) {
 		status = run_failed("out of memory for the caches and counters");
 		goto out_caches;
 	}
@@ -341,6 +343,7 @@ int main(int argc, char **argv)
 
 	mongoc_cleanup();
 out_caches:
+	address_counts_free(resources.client_places);
 	metrics_free(resources.metrics);
 	file_cache_free(resources.file_cache);
 	lookup_cache_free(resources.lookup_cache);

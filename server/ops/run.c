@@ -168,6 +168,7 @@ static struct worker_role track_role(struct resources *resources, struct running
 				.max_connections = config->max_connections,
 				.metrics = metrics_worker(resources->metrics, index),
 				.log_requests = 1,
+				.client_places = resources->client_places,
 			},
 		.on_request = routes_track,
 		.arg = resources,
@@ -322,7 +323,7 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 	if (metrics_on) {
 		struct metrics_sources sources = {resources->metrics, resources->lookup_cache,
 						  resources->file_cache, &running.open_connections,
-						  MUSICD_VERSION};
+						  MUSICD_VERSION, resources->client_places};
 		running.metrics_page = metrics_page_new(&sources);
 		if (running.metrics_page == NULL) {
 			run_failed("out of memory for the metrics page");

@@ -60,14 +60,13 @@ struct text_body {
 };
 
 /* A failed add would leave the body short of its Content-Length: never send that. */
-static size_t fill_text(struct evbuffer *output, const void *context)
+static void fill_text(struct exchange_body *output, const void *context)
 {
 	const struct text_body *body = context;
-	if (evbuffer_add(output, body->text, body->length) < 0) {
+	if (exchange_body_add(output, body->text, body->length) < 0) {
 		log_error("cannot queue a response body: aborting");
 		abort();
 	}
-	return body->length;
 }
 
 /* A short text/plain head for body; the caller may add fields before sending. */
@@ -129,6 +128,8 @@ void answer_error(struct exchange *exchange, int status)
 								: ROUTE_ALLOWED_METHODS);
 	else if (status == 503)
 		answer_error_with(exchange, status, "Retry-After", ANSWER_RETRY_AFTER_SECONDS);
+	else if (status == 429)
+		answer_error_with(exchange, status, "Retry-After", ANSWER_STREAMS_RETRY_AFTER_SECONDS);
 	else
 		answer_error_with(exchange, status, NULL, NULL);
 }

@@ -22,6 +22,8 @@
 
 /* The seconds a 503 asks clients to wait before retrying. */
 #define ANSWER_RETRY_AFTER_SECONDS "5"
+/* The seconds a 429 (--max-streams-per-client) asks: one of the client's streams may have ended. */
+#define ANSWER_STREAMS_RETRY_AFTER_SECONDS "1"
 
 /* Sends head (status and fields set) with body_length bytes from fill: the exit of every answer. */
 void answer_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
@@ -38,7 +40,7 @@ int answer_stream_start(struct exchange *exchange, struct response_head *head,
  */
 int answer_cors_applies(const struct exchange *exchange);
 
-/* status with a one-line text/plain body ("404 Not Found"). */
+/* status with a one-line text/plain body ("404 Not Found"); 503 and 429 with Retry-After. */
 void answer_error(struct exchange *exchange, int status);
 
 /* The same with one more field (416's Content-Range). */

@@ -2,8 +2,9 @@
  * body_file: a decided plan's bytes as parts of one file segment. Adding a
  * segment cannot fail for a validated range except on allocation failure,
  * and a failed add drops the caller's reference to a segment the open-file
- * cache shares (libevent 2.1.12, evbuffer_add_file_segment): so that
- * aborts rather than send a body short of its Content-Length.
+ * cache shares (libevent 2.1.12, evbuffer_add_file_segment; a paced body's
+ * record keeps that contract, exchange.h): so that aborts rather than send
+ * a body short of its Content-Length.
  */
 #include "respond/body_file.h"
 
@@ -18,47 +19,41 @@ struct file_fill {
 	const struct file_plan *plan;
 };
 
-static void add_part(struct evbuffer *output, struct evbuffer_file_segment *segment,
+static void add_part(struct exchange_body *output, struct evbuffer_file_segment *segment,
 		     const struct byte_range *part)
 {
-	if (evbuffer_add_file_segment(output, segment, (ev_off_t)part->first,
-				      (ev_off_t)(part->last - part->first + 1)) < 0) {
+	if (exchange_body_add_segment(output, segment, part->first, part->last - part->first + 1) <
+	    0) {
 		log_error("cannot queue a file segment: aborting");
 		abort();
 	}
 }
 
-static size_t add_text(struct evbuffer *output, const char *text, size_t length)
+static void add_text(struct exchange_body *output, const char *text, size_t length)
 {
-	if (length == 0 || evbuffer_add(output, text, length) < 0) {
+	if (length == 0 || exchange_body_add(output, text, length) < 0) {
 		log_error("cannot queue a multipart text: aborting");
 		abort();
 	}
-	return length;
 }
 
-/* Returns the text before the first segment: none, or the first part's header. */
-static size_t fill(struct evbuffer *output, const void *context)
+static void fill(struct exchange_body *output, const void *context)
 {
 	const struct file_fill *file = context;
 	const struct file_plan *plan = file->plan;
 	if (plan->count == 1) {
 		add_part(output, file->segment, &plan->parts[0]);
-		return 0;
+		return;
 	}
 	char text[MULTIPART_HEADER_MAX];
-	size_t text_first = 0;
 	for (size_t i = 0; i < plan->count; i++) {
-		size_t length = add_text(output, text,
-					 multipart_part_header(text, sizeof(text), plan->boundary,
-							       file->representation->content_type,
-							       &plan->parts[i], file->representation->size));
-		if (i == 0)
-			text_first = length;
+		add_text(output, text,
+			 multipart_part_header(text, sizeof(text), plan->boundary,
+					       file->representation->content_type, &plan->parts[i],
+					       file->representation->size));
 		add_part(output, file->segment, &plan->parts[i]);
 	}
 	add_text(output, text, multipart_closing(text, sizeof(text), plan->boundary));
-	return text_first;
 }
 
 void body_file_send(struct exchange *exchange, const struct representation *representation,

@@ -14,6 +14,7 @@
 #include "respond/answer.h"
 #include "respond/body_file.h"
 #include "respond/body_gridfs.h"
+#include "respond/client_limits.h"
 
 /* The body sources: how each sends a decided 200 or 206. */
 static const struct {
@@ -129,5 +130,8 @@ void file_answer(struct exchange *exchange, const struct representation *represe
 		answer_send(exchange, &head, 0, NULL, NULL);
 		return;
 	}
+	/* A body goes out: the client's limits apply (a cap reached is answered 429). */
+	if (client_limits_admit(exchange) < 0)
+		return;
 	sources[body->kind].send(exchange, representation, body, &plan);
 }

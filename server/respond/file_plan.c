@@ -58,5 +58,6 @@ struct response_head file_plan_head(struct exchange *exchange,
 		head.content_type = text->content_type;
 	}
 	file_plan_add_disposition(exchange, &head, download_path, text->disposition);
+	client_limits_add_fields(exchange, &head, 0, &text->limits);
 	return head;
 }

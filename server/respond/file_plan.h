@@ -18,6 +18,7 @@
 #include "http/range.h"
 #include "http/representation.h"
 #include "http/response_head.h"
+#include "respond/client_limits.h"
 #include "wire/exchange.h"
 
 enum body_kind {
@@ -50,6 +51,7 @@ struct file_head_text {
 	char content_range[80];
 	char content_type[MULTIPART_BOUNDARY_MAX + 64];
 	char disposition[DISPOSITION_VALUE_MAX];
+	struct client_limits_text limits;
 };
 
 /*

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "http/offload.h"
 #include "respond/answer.h"
+#include "respond/client_limits.h"
 #include "respond/file_answer.h"
 #include "respond/file_plan.h"
 
@@ -44,6 +45,8 @@ static void answer_offloaded(struct exchange *exchange, const struct cached_file
 	response_head_add(&head, header, value);
 	char disposition[DISPOSITION_VALUE_MAX];
 	file_plan_add_disposition(exchange, &head, file->resolved_path, disposition);
+	struct client_limits_text limits;
+	client_limits_add_fields(exchange, &head, 1, &limits);
 	answer_send(exchange, &head, 0, NULL, NULL);
 }
 

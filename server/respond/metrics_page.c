@@ -54,6 +54,7 @@ static size_t format_snapshot(struct metrics_page *page)
 	snapshot->file_cache =
 		(struct metrics_cache_snapshot){files.hits, files.misses, files.evictions, files.entries};
 	snapshot->connections_open = atomic_load(sources->open_connections);
+	snapshot->client_streams = address_counts_total(sources->client_places);
 	snapshot->version = sources->version;
 	snapshot->have_process = metrics_process_read(&snapshot->process) == 0;
 

@@ -10,6 +10,7 @@
 
 #include <stdatomic.h>
 
+#include "base/address_counts.h"
 #include "base/metrics.h"
 #include "db/lookup_cache.h"
 #include "media/file_cache.h"
@@ -22,6 +23,7 @@ struct metrics_sources {
 	struct file_cache *file_cache;
 	atomic_uint *open_connections; /* the track listener's, as --max-connections counts them */
 	const char *version;
+	struct address_counts *client_places; /* the streams under --max-streams-per-client */
 };
 
 /* One listener's scrapes: buffers reused by each, touched by its worker's thread only. */

@@ -8,6 +8,7 @@
 #ifndef MUSICD_RESOURCES_H
 #define MUSICD_RESOURCES_H
 
+#include "base/address_counts.h"
 #include "base/metrics.h"
 #include "config/config.h"
 #include "config/settings.h"
@@ -28,6 +29,7 @@ struct resources {
 	const struct handoff *handoff;	   /* sendfile or an offload strategy */
 	struct metrics *metrics;	   /* one shard per worker and lookup thread */
 	struct gridfs_spool *gridfs_spool; /* NULL when off; internally locked */
+	struct address_counts *client_places; /* streams per client (--max-streams-per-client); locked */
 };
 
 #endif

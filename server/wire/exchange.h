@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "base/access_log.h"
+#include "base/address_counts.h"
 #include "config/config.h"
 #include "http/response_head.h"
 #include "base/metrics.h"
@@ -62,6 +63,7 @@ struct exchange_settings {
 	int log_requests;		   /* each request gets an access-log line (when there is a log) */
 	const char *log_prefix;		   /* before the server's own log lines ("metrics: "); NULL: none */
 	const char *cap_name;		   /* max_connections in those lines; NULL: "--max-connections" */
+	struct address_counts *client_places; /* every worker's, for exchange_hold_client_place; NULL: none */
 };
 
 /* Called for each request whose head is complete; the exchange is valid during the call. */
@@ -147,14 +149,51 @@ struct event *exchange_wait(struct exchange *exchange, unsigned timeout_ms,
 /* The work could not be handed over after all (a full queue): the wait ends, no callback runs. */
 void exchange_wait_cancel(struct exchange *exchange);
 
-/* --- The response --- */
+/* --- The client's limits (respond/client_limits.c says which apply where) --- */
+
+/* The peer's address ("-" when it is not known). */
+const char *exchange_peer(const struct exchange *exchange);
 
 /*
- * Fills an output buffer with a response body (text and file segments);
- * returns how many bytes of text it added before its first file segment
- * (all it added, if it added none).
+ * The client's address, as the access log names it: the peer, or the client
+ * a --trusted-proxy names in X-Forwarded-For (proxy_trust.h).
  */
-typedef size_t (*exchange_fill_cb)(struct evbuffer *output, const void *context);
+const char *exchange_client(struct exchange *exchange);
+
+/*
+ * Holds one of the client's places in the workers' table under cap until
+ * the request side ends (the last byte written, or the connection gone),
+ * at most one per exchange (a second call is ADDRESS_TAKEN, holding nothing
+ * more). Without a table, ADDRESS_TAKEN and nothing is held.
+ */
+enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap);
+
+/*
+ * Sends the body of the response to come at rate bytes a second once its
+ * first after bytes went at full speed (wire/pacing.h), still by sendfile;
+ * rate 0: at full speed (the default). Before exchange_send or
+ * exchange_stream_start.
+ */
+void exchange_pace(struct exchange *exchange, uint64_t rate, uint64_t after);
+
+/* --- The response --- */
+
+/* Where a fill puts the body: the connection's output, or the record a paced body is fed from. */
+struct exchange_body;
+
+/* Adds length bytes (copied); 0, or -1 if out of memory. */
+int exchange_body_add(struct exchange_body *body, const void *data, size_t length);
+
+/*
+ * Adds length bytes of segment from offset, sent by sendfile; 0, or -1 (out
+ * of memory, or a range past its end), which drops the caller's reference to
+ * segment as evbuffer_add_file_segment does.
+ */
+int exchange_body_add_segment(struct exchange_body *body, struct evbuffer_file_segment *segment,
+			      uint64_t offset, uint64_t length);
+
+/* Fills a response body (text and file segments) through the two functions above. */
+typedef void (*exchange_fill_cb)(struct exchange_body *body, const void *context);
 
 /*
  * Sends the response: head (status, reason and fields set by the caller; the

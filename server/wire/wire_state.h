@@ -22,6 +22,7 @@
 
 #include "config/settings.h"
 #include "http/http_date.h"
+#include "http/proxy_trust.h"
 #include "http/request_scan.h"
 #include "wire/linger.h"
 
@@ -125,6 +126,21 @@ struct exchange {
 	size_t drain_low;
 	wire_wait_cb on_drained; /* pending exchange_stream_when_drained; holds a reference */
 	void *drain_arg;
+
+	/* The client's limits (exchange_pace, exchange_hold_client_place; pacing.c). */
+	uint64_t pace_rate, pace_after;	    /* rate 0: the body goes at full speed */
+	struct pacing *pacing;		    /* the paced body being fed (pacing.c); NULL: none */
+	struct address_count *client_place; /* held until the request side ends; NULL: none */
+	char client[PROXY_TRUST_ADDRESS_MAX]; /* exchange_client's answer once worked out; "" before */
+};
+
+/* Where a fill puts the body (exchange_body_add*, pacing.c): one of the two. */
+struct exchange_body {
+	struct evbuffer *output; /* not paced: the connection's output */
+	struct pacing *pacing;	 /* paced: the record */
+	/* Not paced: the text added before the first file segment, and the file bytes added. */
+	size_t text_before_file;
+	uint64_t file_bytes;
 };
 
 /* --- server.c --- */
@@ -174,6 +190,34 @@ void exchange_end_request_side(struct exchange *exchange, struct evhttp_connecti
 
 /* Drops a reference; the last frees the exchange. */
 void exchange_release(struct exchange *exchange);
+
+/* A streaming response's output got length more body bytes (pacing.c): written, or complete. */
+void exchange_stream_added(struct exchange *exchange, size_t length);
+
+/* --- pacing.c (pacing.h says how) --- */
+
+struct pacing;
+
+/*
+ * exchange->pacing for exchange->pace_rate and pace_after, before the body
+ * is recorded; -1 if out of memory (the body then goes at full speed).
+ */
+int pacing_start(struct exchange *exchange);
+
+/* Records a streamed part (its bytes move out of part); 0, or -1 if out of memory. */
+int pacing_add_part(struct pacing *pacing, struct evbuffer *part);
+
+/* Bytes recorded and not yet on the output (0 for NULL). */
+uint64_t pacing_held(const struct pacing *pacing);
+
+/*
+ * Feeds the output what the allowance gives now, and waits for more or
+ * for the socket. The exchange may be complete (and freed) when it returns.
+ */
+void pacing_feed(struct exchange *exchange);
+
+/* Stops and frees it, dropping what was not sent. NULL is nothing. */
+void pacing_free(struct pacing *pacing);
 
 /* --- wait.c --- */
 

@@ -4,12 +4,8 @@ the body going out with sendfile(2)."""
 import concurrent.futures
 import hashlib
 import http.client
-import re
-import shutil
-import signal
 import socket
 import struct
-import subprocess
 import time
 
 import pytest
@@ -20,6 +16,7 @@ import httpraw
 from assertions import assert_error, assert_file_headers, assert_file_response
 from media import sha256_file
 from support import scaled, wait_until
+from tracing import WRITE_CALLS, syscall_bytes, traced
 
 TIMEOUT = scaled(20)
 
@@ -181,58 +178,15 @@ def test_clients_leaving_during_the_lookup_release_their_descriptors(musicd, lib
                          others[0].path)
 
 
-# "1234  sendfile(9, 11, [0] => [65536], 4001378) = 65536", or split by strace -f into
-# "... <unfinished ...>" and "1234  <... sendfile resumed> => [65536]) = 65536"
-SYSCALL_RESULT = re.compile(r"^\d+\s+(?:(\w+)\(|<\.\.\. (\w+) resumed>).*\)\s+= (-?\d+)")
-WRITE_CALLS = ("write", "writev", "pwrite64", "pwritev", "send", "sendto", "sendmsg")
-
-
-def syscall_bytes(strace_text):
-    """{syscall name: [positive results]} from strace -f output."""
-    calls = {}
-    for line in strace_text.splitlines():
-        m = SYSCALL_RESULT.match(line)
-        if m and int(m.group(3)) > 0:
-            calls.setdefault(m.group(1) or m.group(2), []).append(int(m.group(3)))
-    return calls
-
-
 def test_body_goes_out_with_sendfile(server, library, tmp_path):
-    if not shutil.which("strace"):
-        pytest.skip("strace is not installed")
     big = library.add(library.media.big, "big.mp3")
     short = library.add(library.media.short, "short.mp3")
     requests.get(server.url + short.url_path, timeout=TIMEOUT)  # warm-up
-    out = tmp_path / "strace.out"
-    err = tmp_path / "strace.err"
-    with open(err, "wb") as errf:
-        strace = subprocess.Popen(["strace", "-f", "-e", "trace=sendfile," + ",".join(WRITE_CALLS),
-                                   "-p", str(server.pid),
-                                   "-o", str(out)], stdout=subprocess.DEVNULL, stderr=errf)
-    try:
-        def attached():
-            text = err.read_text(errors="replace")
-            if strace.poll() is not None:
-                if "Operation not permitted" in text:
-                    pytest.skip(f"ptrace is not permitted here: {text.strip()}")
-                raise AssertionError(f"strace exited {strace.returncode}: {text}")
-            return "attached" in text and out.exists()
-
-        wait_until(attached, scaled(5), message="strace to attach")
-        time.sleep(0.3)
+    with traced(server.pid, tmp_path) as trace:
         resp = requests.get(server.url + big.url_path, timeout=TIMEOUT)
         assert_file_headers(resp, big.path)
         assert hashlib.sha256(resp.content).hexdigest() == sha256_file(big.path)
-        time.sleep(0.3)
-    finally:
-        # Detach before musicd stops: LeakSanitizer cannot run in a traced process.
-        strace.send_signal(signal.SIGINT)
-        try:
-            strace.wait(scaled(10))
-        except subprocess.TimeoutExpired:
-            strace.kill()
-            strace.wait(10)
-    text = out.read_text(errors="replace")
+    text = trace[0]
     calls = syscall_bytes(text)
     assert calls.get("sendfile"), f"no sendfile calls seen:\n{text[:3000]}"
     sent = sum(calls["sendfile"])

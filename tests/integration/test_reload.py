@@ -22,6 +22,7 @@ from bson import ObjectId
 import httpraw
 from pacing import timed_get
 from support import free_port, port_accepts, scaled, wait_until
+from test_limits import Held, slice_of
 
 TIMEOUT = scaled(10)
 RELOADED = "SIGHUP: settings reloaded"
@@ -246,6 +247,31 @@ def test_trusted_proxy_changes(musicd, mongo, db, library, tmp_path):
     assert r.get(track, forwarded).status == 200
     wait_until(lambda: len(access_clients(log)) == 3, TIMEOUT, message="three access log lines")
     assert access_clients(log)[2] == "127.0.0.1"
+
+
+def test_per_client_limits_change(musicd, mongo, db, library, tmp_path):
+    track = library.add(library.media.big, "limited.mp3")
+    r = start(musicd, mongo, db, library, tmp_path)
+    first = timed_get(r.port, track.url_path, timeout=TIMEOUT)
+    assert first.status == 200 and first.elapsed < scaled(3), first
+
+    rate = 1024 * 1024
+    r.write(limit_rate="1M", max_streams_per_client="1")
+    line = r.hup()
+    assert "limit-rate" in line and "max-streams-per-client" in line, line
+    paced = timed_get(r.port, track.url_path, timeout=scaled(30))
+    assert paced.status == 200 and paced.sha256 == sha256(track.data)
+    expected = (track.size - slice_of(rate)) / rate
+    assert 0.9 * expected <= paced.elapsed <= 1.1 * expected, (paced, expected)
+    held = Held(r.port, track.url_path)
+    assert held.status == 200
+    assert r.get(track).status == 429
+    held.close()
+
+    r.write(limit_rate=None, max_streams_per_client=None)
+    r.hup()
+    again = [timed_get(r.port, track.url_path, timeout=TIMEOUT) for _ in range(2)]
+    assert [g.status for g in again] == [200, 200] and again[0].elapsed < scaled(3), again
 
 
 def test_lookup_cache_ttl_changes_for_ids_already_cached(musicd, mongo, db, library, tmp_path):

@@ -66,6 +66,9 @@ static void test_a_scrape_sums_every_workers_shard(void **state)
 	metrics_count_request(metrics_worker(f->metrics, 1), METRICS_METHOD_HEAD, 200, 0);
 	metrics_count_request(metrics_worker(f->metrics, 2), METRICS_METHOD_GET, 206, 10);
 	metrics_count_connection(metrics_worker(f->metrics, 2), 1);
+	metrics_count_stream_refused(metrics_worker(f->metrics, 1));
+	metrics_count_stream_refused(metrics_worker(f->metrics, 2));
+	metrics_count_paced(metrics_worker(f->metrics, 0));
 	metrics_collect(f->metrics, f->snapshot);
 	assert_int_equal(requests(f->snapshot, 200, METRICS_METHOD_GET), WORKERS);
 	assert_int_equal(requests(f->snapshot, 200, METRICS_METHOD_HEAD), 1);
@@ -74,6 +77,8 @@ static void test_a_scrape_sums_every_workers_shard(void **state)
 	assert_int_equal(f->snapshot->response_bytes, WORKERS * 1000 + 10);
 	assert_int_equal(f->snapshot->connections_accepted, WORKERS + 1);
 	assert_int_equal(f->snapshot->connections_refused, 1);
+	assert_int_equal(f->snapshot->streams_refused, 2);
+	assert_int_equal(f->snapshot->paced, 1);
 }
 
 static void test_a_status_or_method_outside_the_counted_sets_stays_bounded(void **state)

@@ -86,6 +86,9 @@ static void test_an_empty_snapshot_lists_every_family_with_help_and_type(void **
 		{"musicd_connections_open", "gauge"},
 		{"musicd_connections_accepted_total", "counter"},
 		{"musicd_connections_refused_total", "counter"},
+		{"musicd_client_streams", "gauge"},
+		{"musicd_client_streams_refused_total", "counter"},
+		{"musicd_paced_responses_total", "counter"},
 		{"musicd_database_up", "gauge"},
 		{"musicd_url_signing_refusals_total", "counter"},
 		{"musicd_build_info", "gauge"},
@@ -210,6 +213,9 @@ static void test_caches_connections_and_gauges_show_their_values(void **state)
 	snapshot->response_bytes = 123456789012ULL;
 	snapshot->lookups_in_flight = 6;
 	snapshot->database_up = 1;
+	snapshot->client_streams = 7;
+	snapshot->streams_refused = 8;
+	snapshot->paced = 9;
 	char *text = format(snapshot);
 	assert_line(text, "musicd_lookup_cache_hits_total 11");
 	assert_line(text, "musicd_lookup_cache_misses_total 12");
@@ -225,6 +231,9 @@ static void test_caches_connections_and_gauges_show_their_values(void **state)
 	assert_line(text, "musicd_http_response_bytes_total 123456789012");
 	assert_line(text, "musicd_lookups_in_flight 6");
 	assert_line(text, "musicd_database_up 1");
+	assert_line(text, "musicd_client_streams 7");
+	assert_line(text, "musicd_client_streams_refused_total 8");
+	assert_line(text, "musicd_paced_responses_total 9");
 	assert_line(text, "musicd_build_info{version=\"1.2.3\"} 1");
 	free(text);
 	free(snapshot);

@@ -16,6 +16,11 @@
  * dropped; an element that is not an address ends the walk, and the last
  * address believed stands. Several header lines are one list, the lines
  * joined by ", " in order.
+ *
+ * Who faces the client (for the per-client limits): an untrusted peer is
+ * faced directly; a trusted peer naming an untrusted client faces that
+ * client; a client that is itself trusted is a proxy's own request. An
+ * address's key is its 16 bytes, IPv4 as IPv4-mapped IPv6, however written.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -617,11 +622,86 @@ static void test_lines_always_answer_as_their_joined_list_does(void **state)
 	}
 }
 
+/* --- Who faces the client (the per-client limits' place) --- */
+
+static void test_place_an_untrusted_peer_is_the_client_faced_directly(void **state)
+{
+	(void)state;
+	assert_int_equal(proxy_trust_place(trusted, trusted_count, "192.0.2.1", "192.0.2.1"),
+			 PROXY_TRUST_DIRECT);
+	assert_int_equal(proxy_trust_place(NULL, 0, "10.0.0.1", "10.0.0.1"), PROXY_TRUST_DIRECT);
+}
+
+static void test_place_a_trusted_peer_naming_an_untrusted_client_faces_it(void **state)
+{
+	(void)state;
+	assert_int_equal(proxy_trust_place(trusted, trusted_count, PEER, "198.51.100.7"),
+			 PROXY_TRUST_BEHIND_PROXY);
+	assert_int_equal(proxy_trust_place(trusted, trusted_count, "::1", "2001:db8::7"),
+			 PROXY_TRUST_BEHIND_PROXY);
+}
+
+static void test_place_a_trusted_client_is_a_proxys_own_request(void **state)
+{
+	(void)state;
+	/* No X-Forwarded-For (the client is the peer), or one naming trusted hops only. */
+	assert_int_equal(proxy_trust_place(trusted, trusted_count, PEER, PEER),
+			 PROXY_TRUST_PROXY_ITSELF);
+	assert_int_equal(proxy_trust_place(trusted, trusted_count, PEER, "10.9.9.9"),
+			 PROXY_TRUST_PROXY_ITSELF);
+	assert_int_equal(proxy_trust_place(trusted, trusted_count, PEER, "::ffff:10.1.2.3"),
+			 PROXY_TRUST_PROXY_ITSELF);
+}
+
+static void assert_key(const char *text, const uint8_t expected[16])
+{
+	uint8_t key[16];
+	memset(key, 0xaa, sizeof(key));
+	assert_int_equal(proxy_trust_address_key(text, key), 0);
+	assert_memory_equal(key, expected, 16);
+}
+
+static void test_key_of_ipv4_is_its_ipv4_mapped_ipv6_address(void **state)
+{
+	(void)state;
+	static const uint8_t mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 7};
+	assert_key("192.0.2.7", mapped);
+	assert_key("::ffff:192.0.2.7", mapped);
+	assert_key("::FFFF:c000:0207", mapped);
+}
+
+static void test_key_of_ipv6_is_its_sixteen_bytes(void **state)
+{
+	(void)state;
+	static const uint8_t address[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	assert_key("2001:db8::1", address);
+	assert_key("2001:0DB8:0:0:0:0:0:1", address);
+}
+
+static void test_key_of_what_is_not_an_address_is_refused(void **state)
+{
+	(void)state;
+	uint8_t key[16];
+	const char *refused[] = {"", "-", "unknown", "192.0.2.7:80", "[2001:db8::1]", "10.0.0.0/8",
+				 " 192.0.2.7"};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		if (proxy_trust_address_key(refused[i], key) != -1)
+			fail_msg("\"%s\" gave a key", refused[i]);
+	}
+	assert_int_equal(proxy_trust_address_key(NULL, key), -1);
+}
+
 #define TEST(name) cmocka_unit_test_setup(name, setup)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		TEST(test_place_an_untrusted_peer_is_the_client_faced_directly),
+		TEST(test_place_a_trusted_peer_naming_an_untrusted_client_faces_it),
+		TEST(test_place_a_trusted_client_is_a_proxys_own_request),
+		TEST(test_key_of_ipv4_is_its_ipv4_mapped_ipv6_address),
+		TEST(test_key_of_ipv6_is_its_sixteen_bytes),
+		TEST(test_key_of_what_is_not_an_address_is_refused),
 		TEST(test_cidr_an_ipv4_address_alone_is_a_host),
 		TEST(test_cidr_an_ipv4_prefix_is_read),
 		TEST(test_cidr_an_ipv6_address_alone_is_a_host),

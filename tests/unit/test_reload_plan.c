@@ -27,6 +27,7 @@ static const char *const LIVE_SETTINGS[] = {
 	"open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",
 	"trusted-proxy", "access-log", "log-level", "cors-origin",
 	"url-signing-key-file", "url-signing-leeway", "url-signing-parameter",
+	"limit-rate", "limit-rate-after", "max-streams-per-client",
 };
 #define LIVE_COUNT (sizeof(LIVE_SETTINGS) / sizeof(LIVE_SETTINGS[0]))
 

@@ -1,0 +1,74 @@
+/*
+ * client_limits: the place of the client (proxy_trust_place over the
+ * request's peer and client, as the access log names it), then each limit
+ * where it belongs.
+ */
+#include "respond/client_limits.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "base/log.h"
+#include "respond/answer.h"
+
+static enum proxy_trust_place place_of(struct exchange *exchange)
+{
+	const struct settings *settings = exchange_snapshot(exchange);
+	return proxy_trust_place(settings->trusted_proxies, settings->trusted_proxy_count,
+				 exchange_peer(exchange), exchange_client(exchange));
+}
+
+int client_limits_admit(struct exchange *exchange)
+{
+	const struct config *config = exchange_config(exchange);
+	if (config->limit_rate == 0 && config->max_streams_per_client == 0)
+		return 0;
+	enum proxy_trust_place place = place_of(exchange);
+	if (place == PROXY_TRUST_PROXY_ITSELF)
+		return 0;
+	if (config->max_streams_per_client > 0) {
+		switch (exchange_hold_client_place(exchange, config->max_streams_per_client)) {
+		case ADDRESS_TAKEN:
+			break;
+		case ADDRESS_AT_CAP:
+			log_debug("client %s has %u answers in flight (--max-streams-per-client): 429",
+				  exchange_client(exchange), config->max_streams_per_client);
+			metrics_count_stream_refused(exchange_metrics(exchange));
+			answer_error(exchange, 429);
+			return -1;
+		case ADDRESS_NO_MEMORY:
+			log_error("out of memory counting client %s's streams", exchange_client(exchange));
+			answer_error(exchange, 503);
+			return -1;
+		}
+	}
+	if (config->limit_rate > 0 && place == PROXY_TRUST_DIRECT)
+		exchange_pace(exchange, config->limit_rate, config->limit_rate_after);
+	return 0;
+}
+
+static void add_field(struct response_head *head, const char *name, const char *value)
+{
+	if (response_head_add(head, name, value) < 0)
+		log_error("response head has no room for %s", name);
+}
+
+void client_limits_add_fields(struct exchange *exchange, struct response_head *head,
+			      int offloaded, struct client_limits_text *text)
+{
+	const struct config *config = exchange_config(exchange);
+	if (config->limit_rate == 0)
+		return;
+	enum proxy_trust_place place = place_of(exchange);
+	if (place == PROXY_TRUST_PROXY_ITSELF || (place == PROXY_TRUST_DIRECT && !offloaded))
+		return;
+	snprintf(text->rate, sizeof(text->rate), "%" PRIu64, config->limit_rate);
+	add_field(head, "X-Accel-Limit-Rate", text->rate);
+	if (config->limit_rate_after > 0) {
+		/* nginx has no header of its own for it: the shipped sites read this one. */
+		snprintf(text->after, sizeof(text->after), "%" PRIu64, config->limit_rate_after);
+		add_field(head, "X-Accel-Limit-Rate-After", text->after);
+	}
+	if (!offloaded)
+		add_field(head, "X-Accel-Buffering", "yes"); /* unbuffered, nginx ignores the rate */
+}

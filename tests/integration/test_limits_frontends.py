@@ -1,0 +1,175 @@
+"""Per-client limits through the shipped nginx sites and Varnish VCL (config/, run by
+frontends.py with only addresses, ports and paths substituted): only the layer facing the clients
+paces them, and nothing slows a cache's fill.
+
+  nginx -> musicd (proxy site and offload site): musicd hands --limit-rate to nginx
+      (X-Accel-Limit-Rate, X-Accel-Limit-Rate-After, X-Accel-Buffering) and nginx paces;
+      --max-streams-per-client counts the clients nginx names;
+  Varnish -> nginx -> musicd: a fill is Varnish's own request, at full speed;
+  the VCL's opt-in request limit (vsthrottle), enabled: 429 beyond it.
+
+nginx's limit_rate grants a second's worth of the rate at the start (its +1 in
+ngx_http_write_filter) and counts whole seconds, so its times run up to two seconds short of the
+rate's: the paced tests take the issue's 26.5 s, where that stays within 10%.
+"""
+
+import shutil
+
+import pytest
+
+from frontends import SHIPPED_ACCEL_PREFIX, VARNISH_VCL
+from support import scaled
+from test_limits import (KIB, Held, assert_429, assert_paced, get_from, metric, read_paced,
+                         wait_streams)
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
+    not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
+    reason="nginx and varnishd are needed (scripts/install-deps)")
+
+HEALTHY_TIMEOUT = scaled(30)
+# The issue's figures: 26.5 s for the 4 MB track, so that nginx's second-granular allowance (up to
+# two seconds' worth early, by when in its second a request starts) stays within the 10%.
+RATE, AFTER = 128 * KIB, 512 * KIB
+LIMITS = ["--limit-rate", "128K", "--limit-rate-after", "512K"]
+TRUST_LOCAL = ["--trusted-proxy", "127.0.0.1/32"]   # nginx and Varnish connect from 127.0.0.1
+
+def vsthrottle_on(limit):
+    """The shipped VCL's request-limit block turned on as its comment says (the first '#' of
+    each line from BEGIN to END removed), with limit requests per client instead of 300."""
+    text = VARNISH_VCL.read_text()
+    start = text.index("# BEGIN request-limit\n")
+    end = text.index("# END request-limit\n")
+    block = text[start:end]
+    on = "\n".join(line[1:] if line.startswith("#") and i > 0 else line
+                   for i, line in enumerate(block.split("\n")))
+    shipped_limit = '"musicdb:" + client.identity, 300, 60s, 60s'
+    assert shipped_limit in on, "the shipped request limit changed?"
+    return [(block, on.replace(shipped_limit, f'"musicdb:" + client.identity, {limit}, 60s, 60s'))]
+
+
+def paced_through(base, track):
+    """A whole GET through base from a client of its own (127.0.0.2): its figures."""
+    status, fields, body, seconds, at = read_paced(base.port, track.url_path, "127.0.0.2")
+    assert status == 200 and body == track.data
+    assert not [name for name in fields if name.startswith("x-accel")], fields
+    return seconds, at
+
+
+def test_nginx_paces_its_clients_at_the_rate_musicd_hands_it(musicd, library, frontends):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=TRUST_LOCAL + LIMITS)
+    nginx = frontends.nginx(server.port)
+    seconds, at = paced_through(nginx, track)
+    assert_paced(seconds, track.size, RATE, AFTER, "nginx's client (proxy site)")
+    assert at(AFTER) < AFTER / RATE / 2, f"the first {AFTER} bytes took {at(AFTER):.2f} s"
+    # nginx paced, not musicd.
+    assert metric(server, "musicd_paced_responses_total") == 0
+
+
+def test_the_offload_site_paces_its_clients_at_the_rate_musicd_hands_it(musicd, library,
+                                                                        frontends):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--x-accel-redirect", SHIPPED_ACCEL_PREFIX] + LIMITS)
+    nginx = frontends.nginx(server.port, offload=True, media_root=library.root)
+    seconds, at = paced_through(nginx, track)
+    assert_paced(seconds, track.size, RATE, AFTER, "nginx's client (offload site)")
+    assert at(AFTER) < AFTER / RATE / 2, f"the first {AFTER} bytes took {at(AFTER):.2f} s"
+
+
+def test_without_limit_rate_nginx_sends_at_full_speed(musicd, library, frontends):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=TRUST_LOCAL)
+    nginx = frontends.nginx(server.port)
+    seconds, _ = paced_through(nginx, track)
+    assert seconds < scaled(3), f"4 MB through nginx took {seconds:.2f} s"
+
+
+def test_the_cap_counts_the_clients_nginx_names_not_nginx(musicd, library, frontends, tmp_path):
+    # Long enough that the socket buffers between musicd, nginx and a client that does not
+    # read cannot take it all: musicd's stream stays in flight.
+    source = tmp_path / "long.mp3"
+    source.write_bytes(library.media.big.read_bytes() * 5)
+    track = library.add(source, "long.mp3")
+    server = musicd.start(extra_args=TRUST_LOCAL + ["--max-streams-per-client", "1"])
+    nginx = frontends.nginx(server.port)
+    held = Held(nginx.port, track.url_path, "127.0.0.2")
+    assert held.status == 200
+    wait_streams(server, 1)
+    status, fields, body = get_from("127.0.0.2", nginx, track.url_path)
+    assert status == 429 and fields["retry-after"] == "1", (status, fields)
+    status, _, body = get_from("127.0.0.3", nginx, track.url_path)
+    assert status == 200 and body == track.data
+    held.close()
+    wait_streams(server, 0)
+
+
+def test_a_varnish_fill_of_a_long_track_runs_at_full_speed(musicd, library, frontends):
+    """Paced, the 4 MB track would take a minute at 64 KiB/s; the fill is Varnish's own request
+    (the shipped VCL sends it without the client's X-Forwarded-For), so neither nginx nor musicd
+    slows it, and the client that missed gets it at the fill's speed."""
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=TRUST_LOCAL + ["--limit-rate", "64K",
+                                                    "--limit-rate-after", "64K",
+                                                    "--max-streams-per-client", "1"])
+    nginx = frontends.nginx(server.port)
+    varnish = frontends.varnish(nginx.port)
+    varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
+    paced = (track.size - 64 * KIB) / (64 * KIB)
+    status, fields, body, seconds, _ = read_paced(varnish.port, track.url_path, "127.0.0.2")
+    assert status == 200 and body == track.data and fields["x-cache"] == "miss"
+    assert seconds < paced / 10, f"the fill took {seconds:.2f} s (paced: {paced:.0f} s)"
+    assert not [name for name in fields if name.startswith("x-accel")], fields
+    # musicd saw Varnish (a trusted proxy) as the client: nothing paced, capped or handed on.
+    fills = [line for line in server.access_log_lines() if " /musicdb/" in line]
+    assert [line.split()[0] for line in fills] == ["127.0.0.1"], fills
+    assert metric(server, "musicd_paced_responses_total") == 0
+    assert metric(server, "musicd_client_streams_refused_total") == 0
+    # And the hit is Varnish's, at its own speed: Varnish has no pacing.
+    status, fields, body, seconds, _ = read_paced(varnish.port, track.url_path, "127.0.0.2")
+    assert status == 200 and body == track.data and fields["x-cache"] == "hit"
+
+
+def test_a_pass_through_varnish_is_paced_by_nginx_for_its_one_client(musicd, library, frontends):
+    """A pass (here If-Range, which Varnish does not evaluate) is one client's request: it
+    reaches nginx with that client named, and nginx paces it at the rate musicd hands on."""
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=TRUST_LOCAL + LIMITS)
+    nginx = frontends.nginx(server.port)
+    varnish = frontends.varnish(nginx.port)
+    varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
+    etag = get_from("127.0.0.1", server, track.url_path, method="HEAD")[1]["etag"]
+    status, fields, body, seconds, _ = read_paced(varnish.port, track.url_path, "127.0.0.2",
+                                                  headers={"If-Range": etag})
+    assert status == 200 and body == track.data
+    assert not [name for name in fields if name.startswith("x-accel")], fields
+    assert_paced(seconds, track.size, RATE, AFTER, "a pass through Varnish")
+
+
+def test_the_vcl_request_limit_enabled_answers_429_beyond_it(musicd, library, frontends):
+    track = library.add(library.media.short, "short.mp3")
+    server = musicd.start(extra_args=TRUST_LOCAL)
+    nginx = frontends.nginx(server.port)
+    varnish = frontends.varnish(nginx.port, adapt=vsthrottle_on(5))
+    varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
+    for _ in range(5):
+        status, _, body = get_from("127.0.0.2", varnish, track.url_path)
+        assert status == 200 and body == track.data
+    assert_429(get_from("127.0.0.2", varnish, track.url_path), retry_after="60")
+    # Blocked for its minute, whatever it asks on /musicdb/; other clients and paths are not.
+    assert get_from("127.0.0.2", varnish, track.url_path, {"Range": "bytes=0-9"})[0] == 429
+    status, _, body = get_from("127.0.0.3", varnish, track.url_path)
+    assert status == 200 and body == track.data
+    assert get_from("127.0.0.2", varnish, "/healthz")[0] == 200
+
+
+def test_the_shipped_vcl_leaves_the_request_limit_off(musicd, library, frontends):
+    assert "\n#import vsthrottle;\n" in VARNISH_VCL.read_text()   # off, as the CORS block
+    track = library.add(library.media.short, "short.mp3")
+    server = musicd.start()
+    nginx = frontends.nginx(server.port)
+    varnish = frontends.varnish(nginx.port)
+    varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
+    statuses = [get_from("127.0.0.2", varnish, track.url_path, {"Range": "bytes=0-9"})[0]
+                for _ in range(40)]
+    assert statuses == [206] * 40
