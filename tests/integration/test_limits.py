@@ -32,6 +32,9 @@ TIMEOUT = scaled(10)
 KIB = 1024
 HOLD_RCVBUF = 4096       # a held stream's receive buffer: the server's writes stall at once
 
+# Each verdict rests on a pace measured against the clock (a few on many connections at once).
+pytestmark = pytest.mark.timing
+
 
 def slice_of(rate):
     """What a paced body sends at once besides --limit-rate-after (wire/pacing.h: a tenth of
@@ -354,6 +357,7 @@ def test_answers_without_a_body_are_not_counted_against_the_cap(musicd, library)
     held.close()
 
 
+@pytest.mark.load
 def test_a_download_manager_with_16_connections_gets_the_exact_file_within_a_cap_of_2(
         musicd, library, tmp_path):
     """aria2c -x16 -s16: 16 connections for one file; musicd lets 2 stream and answers 429 to
@@ -395,6 +399,7 @@ def test_a_download_manager_with_16_connections_gets_the_exact_file_within_a_cap
 
 # -- attacks ----------------------------------------------------------------------------------
 
+@pytest.mark.load
 def test_many_connections_from_one_address_get_the_cap_and_429s(musicd, library):
     track = library.add(library.media.big, "big.mp3")
     server = musicd.start(extra_args=["--max-streams-per-client", "2"])

@@ -15,9 +15,10 @@ import pytest
 
 from support import REPO
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     not (shutil.which("dpkg-buildpackage") and shutil.which("dh") and shutil.which("lintian")),
-    reason="dpkg-dev, debhelper and lintian are needed (scripts/install-deps test)")
+    reason="dpkg-dev, debhelper and lintian are needed (scripts/install-deps test)"),
+    pytest.mark.no_c_binary]  # it builds and runs the package's own binaries
 
 BUILD_TIMEOUT = 900   # a whole build of both binaries, then lintian, on a loaded machine
 RUN_TIMEOUT = 30

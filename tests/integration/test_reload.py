@@ -527,7 +527,8 @@ def test_many_sighups_under_load_fail_no_request(musicd, mongo, db, library, tmp
 LIVE = {"lookup-cache-ttl", "lookup-cache-negative-ttl", "open-file-cache-valid",
         "open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",
         "trusted-proxy", "access-log", "log-level", "cors-origin", "url-signing-key-file",
-        "url-signing-leeway", "url-signing-parameter"}
+        "url-signing-leeway", "url-signing-parameter", "limit-rate", "limit-rate-after",
+        "max-streams-per-client"}
 CONF_SETTING = re.compile(r"^#?([a-z][a-z0-9-]*)\s*=")
 
 
