@@ -32,9 +32,6 @@ TIMEOUT = scaled(10)
 KIB = 1024
 HOLD_RCVBUF = 4096       # a held stream's receive buffer: the server's writes stall at once
 
-# Each verdict rests on a pace measured against the clock (a few on many connections at once).
-pytestmark = pytest.mark.timing
-
 
 def slice_of(rate):
     """What a paced body sends at once besides --limit-rate-after (wire/pacing.h: a tenth of

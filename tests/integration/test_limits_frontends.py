@@ -22,11 +22,10 @@ from support import scaled
 from test_limits import (KIB, Held, assert_429, assert_paced, get_from, metric, read_paced,
                          wait_streams)
 
-pytestmark = [pytest.mark.skipif(
+pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)"),
-    pytest.mark.timing]  # paces measured against the clock
+    reason="nginx and varnishd are needed (scripts/install-deps)")
 
 HEALTHY_TIMEOUT = scaled(30)
 # The figures: 26.5 s for the 4 MB track, so that nginx's second-granular allowance (up to
