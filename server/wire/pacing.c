@@ -268,8 +268,10 @@ void pacing_feed(struct exchange *exchange)
 		return;
 	}
 	if (pacing->held > 0) {
+		/* Until the next slice is due, or the rest when less is left (a closing boundary). */
 		double ahead = due - (double)length; /* under a byte, what was due and not sent */
-		wait_for(pacing, ((double)pacing->slice - ahead) / rate);
+		uint64_t next = pacing->slice < pacing->held ? pacing->slice : pacing->held;
+		wait_for(pacing, ((double)next - ahead) / rate);
 	}
 	/* Last: with the final byte this completes the response, and may free the exchange. */
 	exchange_stream_added(exchange, (size_t)length);
