@@ -162,8 +162,11 @@ unit: unit-build
 layers:
 	@/usr/bin/python3 tests/check_layers.py server
 
+# make test builds on every CPU (JOBS): the four builds of the tree are independent objects.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+
 test: deps
-	@$(MAKE) --no-print-directory -s all asan unit-build fuzz-build
+	@$(MAKE) --no-print-directory -s -j$(JOBS) all asan unit-build fuzz-build
 	@scripts/ferretdb build
 	@scripts/run-tests
 
