@@ -238,6 +238,21 @@ static int move_to(struct pacing *pacing, struct evbuffer *output, uint64_t leng
 	return 0;
 }
 
+/*
+ * What the next feed waits for: a slice, or the rest when less is left (a
+ * multipart answer's closing boundary must not wait a whole slice).
+ */
+static uint64_t next_slice(const struct pacing *pacing)
+{
+	return pacing->slice < pacing->held ? pacing->slice : pacing->held;
+}
+
+/* Waits until the next slice is due, due bytes being due already. */
+static void wait_for_next_slice(struct pacing *pacing, double due)
+{
+	wait_for(pacing, ((double)next_slice(pacing) - due) / (double)pacing->rate);
+}
+
 void pacing_feed(struct exchange *exchange)
 {
 	struct pacing *pacing = exchange->pacing;
@@ -256,10 +271,9 @@ void pacing_feed(struct exchange *exchange)
 				    clock_seconds_since(&pacing->started)) -
 		     (double)pacing->fed;
 	uint64_t length = due < (double)pacing->held ? (due > 0 ? (uint64_t)due : 0) : pacing->held;
-	uint64_t wanted = pacing->slice < pacing->held ? pacing->slice : pacing->held;
-	if (length < wanted) {
+	if (length < next_slice(pacing)) {
 		/* Less than a slice is due: wait until a whole one is, rather than trickle. */
-		wait_for(pacing, ((double)wanted - due) / rate);
+		wait_for_next_slice(pacing, due);
 		return;
 	}
 	if (move_to(pacing, output, length) < 0) {
@@ -267,12 +281,8 @@ void pacing_feed(struct exchange *exchange)
 		exchange_stream_abort(exchange);
 		return;
 	}
-	if (pacing->held > 0) {
-		/* Until the next slice is due, or the rest when less is left (a closing boundary). */
-		double ahead = due - (double)length; /* under a byte, what was due and not sent */
-		uint64_t next = pacing->slice < pacing->held ? pacing->slice : pacing->held;
-		wait_for(pacing, ((double)next - ahead) / rate);
-	}
+	if (pacing->held > 0)
+		wait_for_next_slice(pacing, due - (double)length); /* under a byte was due and not sent */
 	/* Last: with the final byte this completes the response, and may free the exchange. */
 	exchange_stream_added(exchange, (size_t)length);
 }
