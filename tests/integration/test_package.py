@@ -18,7 +18,10 @@ from support import REPO
 pytestmark = [pytest.mark.skipif(
     not (shutil.which("dpkg-buildpackage") and shutil.which("dh") and shutil.which("lintian")),
     reason="dpkg-dev, debhelper and lintian are needed (scripts/install-deps test)"),
-    pytest.mark.no_c_binary]  # it builds and runs the package's own binaries
+    pytest.mark.no_c_binary,  # it builds and runs the package's own binaries
+    # One xdist worker runs the whole module, so the package (a whole build of the tree) is
+    # built once, not once for each worker that draws one of its tests.
+    pytest.mark.xdist_group("package")]
 
 BUILD_TIMEOUT = 900   # a whole build of both binaries, then lintian, on a loaded machine
 RUN_TIMEOUT = 30
