@@ -242,7 +242,7 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 		free(batch);
 		return -1;
 	}
-	size_t found = run->walk.count;
+	size_t found = run->walk.count, released = 0;
 	int status = 0;
 
 	for (size_t i = 0; i < count && status == 0; i++) {
@@ -259,9 +259,16 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 			console_skip(&run->console, item->path, "%s", item->reason);
 		else if (take_item(run, batch, item, &item->id) < 0)
 			status = -1;
-		if (status == 0 && (batch_full(batch) || i + 1 == count)) {
+		/*
+		 * Also after BATCH_INSERTS_MAX items whatever the batch holds: files
+		 * skipped (or only said, in a dry run) fill no batch, and readers
+		 * stopped at the window would wait for a release forever.
+		 */
+		if (status == 0 && (batch_full(batch) || i + 1 == count ||
+				    i + 1 - released == BATCH_INSERTS_MAX)) {
 			status = flush_batch(run, batch);
 			pool_release(&pool, i + 1);
+			released = i + 1;
 		}
 	}
 	batch_clear(batch); /* after an error: whatever was queued is never sent */
