@@ -41,6 +41,13 @@
 #define EXIT_SOME_SKIPPED 1
 #define EXIT_USAGE_OR_DATABASE 2
 #define PROGRESS_WAIT_MS 250
+/*
+ * The first write is sent after this many files, each next one after twice as
+ * many up to BATCH_INSERTS_MAX: the database, which takes longer over a
+ * document than a reader does over its file, starts early instead of idling
+ * until 4,000 files are read.
+ */
+#define FIRST_WRITE_ITEMS 256
 
 /* The state of one run; released by run_free. */
 struct run {
@@ -242,7 +249,7 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 		free(batch);
 		return -1;
 	}
-	size_t found = run->walk.count;
+	size_t found = run->walk.count, released = 0, write_at = FIRST_WRITE_ITEMS;
 	int status = 0;
 
 	for (size_t i = 0; i < count && status == 0; i++) {
@@ -259,9 +266,17 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 			console_skip(&run->console, item->path, "%s", item->reason);
 		else if (take_item(run, batch, item, &item->id) < 0)
 			status = -1;
-		if (status == 0 && (batch_full(batch) || i + 1 == count)) {
+		/*
+		 * Also after write_at items whatever the batch holds: files skipped
+		 * (or only said, in a dry run) fill no batch, and readers stopped at
+		 * the window would wait for a release forever.
+		 */
+		if (status == 0 && (batch_full(batch) || i + 1 == count ||
+				    i + 1 - released == write_at)) {
 			status = flush_batch(run, batch);
 			pool_release(&pool, i + 1);
+			released = i + 1;
+			write_at = write_at * 2 < BATCH_INSERTS_MAX ? write_at * 2 : BATCH_INSERTS_MAX;
 		}
 	}
 	batch_clear(batch); /* after an error: whatever was queued is never sent */

@@ -34,8 +34,9 @@ static void *reader_thread(void *arg)
 		item->status = status;
 		memcpy(item->reason, reason, sizeof(reason));
 		item->done = true;
-		/* Wake the main thread only for the item it waits on: no switch per file. */
-		if (pool->awaited == (size_t)(item - pool->items))
+		/* Wake the main thread only for the items it waits on: no switch per file. */
+		size_t index = (size_t)(item - pool->items);
+		if (index == pool->awaited || index == pool->awaited_last)
 			pthread_cond_signal(&pool->item_done);
 	}
 	pthread_mutex_unlock(&pool->lock);
@@ -47,7 +48,7 @@ int pool_start(struct pool *pool, struct pool_item *items, size_t count, unsigne
 {
 	memset(pool, 0, sizeof(*pool));
 	pool->window = window ? window : 1;
-	pool->awaited = SIZE_MAX;
+	pool->awaited = pool->awaited_last = SIZE_MAX;
 	pool->items = items;
 	pool->count = count;
 	pool->want_hash = want_hash;
@@ -78,12 +79,24 @@ struct pool_item *pool_wait(struct pool *pool, size_t index, unsigned timeout_ms
 	}
 	struct pool_item *item = &pool->items[index];
 	pthread_mutex_lock(&pool->lock);
-	pool->awaited = index;
-	while (!item->done) {
-		if (pthread_cond_timedwait(&pool->item_done, &pool->lock, &deadline) == ETIMEDOUT)
-			break;
+	if (!item->done) {
+		/* The last of the items readers reach before the next pool_release. */
+		size_t last = index + POOL_WAKE_AHEAD, reachable = pool->released + pool->window;
+		if (last >= reachable)
+			last = reachable - 1;
+		if (last >= pool->count)
+			last = pool->count - 1;
+		if (last < index)
+			last = index;
+		pool->awaited = index;
+		pool->awaited_last = last;
+		while (!item->done || !pool->items[last].done) {
+			if (pthread_cond_timedwait(&pool->item_done, &pool->lock, &deadline) ==
+			    ETIMEDOUT)
+				break;
+		}
+		pool->awaited = pool->awaited_last = SIZE_MAX;
 	}
-	pool->awaited = SIZE_MAX;
 	bool done = item->done;
 	pthread_mutex_unlock(&pool->lock);
 	return done ? item : NULL;

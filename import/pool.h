@@ -16,6 +16,12 @@
 #include "plan.h"
 
 #define POOL_REASON_MAX 256
+/*
+ * When the main thread has caught up with the readers, it sleeps until this
+ * many more items are read too: one wake-up per file cost it a context
+ * switch per file (its own work per file is a fraction of a reader's).
+ */
+#define POOL_WAKE_AHEAD 64
 
 struct pool_item {
 	const char *path;	 /* the walk's; not owned */
@@ -37,6 +43,7 @@ struct pool {
 	size_t released; /* items [0, released) are freed */
 	size_t window;	 /* how far past released readers may go */
 	size_t awaited;	 /* the item the main thread sleeps on, or SIZE_MAX */
+	size_t awaited_last; /* and the later one it sleeps until too (POOL_WAKE_AHEAD) */
 	bool want_hash;
 	bool stopping;
 	pthread_mutex_t lock;

@@ -34,7 +34,6 @@
 #define ID3V1_SIZE 128
 #define APE_FOOTER_SIZE 32
 #define APE_HAS_HEADER 0x80000000u
-#define MP3_HEAD_READ (64 * 1024)
 #define TAIL_READ (ID3V1_SIZE + APE_FOOTER_SIZE)
 
 /* Reads exactly length bytes at offset, or fewer at the end of the file; returns the count. */
@@ -119,16 +118,16 @@ static void take_first_frame(int fd, int64_t file_size, const unsigned char *byt
 }
 
 /*
- * An mp3: one read of its first MP3_HEAD_READ bytes usually holds the ID3v2
+ * An mp3: the file's head (the caller's first read) usually holds the ID3v2
  * tag and the first frame; a larger tag costs one more read.
  */
-static int read_mp3(int fd, int64_t file_size, struct rawtags *tags)
+static int read_mp3(int fd, int64_t file_size, const unsigned char *head, size_t head_length,
+		    struct rawtags *tags)
 {
-	unsigned char *head = NULL, *tag = NULL, *frame = NULL;
-	size_t head_length = 0, tag_length = 0, frame_length = 0;
-	int status = read_block(fd, 0, MP3_HEAD_READ, &head, &head_length);
-	if (status < 0)
-		return status;
+	const unsigned char *tag = NULL;
+	unsigned char *tag_read = NULL, *frame = NULL;
+	size_t tag_length = 0, frame_length = 0;
+	int status = 0;
 	size_t size = head_length >= ID3V2_HEADER_SIZE ? id3v2_tag_size(head) : 0;
 	tags->id3v2_size = (int64_t)size;
 	if (size > 0) {
@@ -136,8 +135,10 @@ static int read_mp3(int fd, int64_t file_size, struct rawtags *tags)
 			tag = head;
 			tag_length = size;
 		} else if ((status = read_block(fd, 0, size < MAX_TAG_BYTES ? size : MAX_TAG_BYTES,
-						&tag, &tag_length)) < 0) {
+						&tag_read, &tag_length)) < 0) {
 			goto cleanup;
+		} else {
+			tag = tag_read;
 		}
 		struct id3v2_info info;
 		if (id3v2_parse(tag, tag_length, &info) < 0) {
@@ -157,9 +158,7 @@ static int read_mp3(int fd, int64_t file_size, struct rawtags *tags)
 		take_first_frame(fd, file_size, frame, frame_length, (int64_t)size, tags);
 	}
 cleanup:
-	if (tag != head)
-		free(tag);
-	free(head);
+	free(tag_read);
 	free(frame);
 	return status;
 }
@@ -399,13 +398,13 @@ static int read_wav(int fd, int64_t file_size, struct rawtags *tags)
 	return 0;
 }
 
-int rawtags_read(int fd, const char *path, int64_t file_size, struct rawtags *tags)
+int rawtags_read(int fd, const char *path, int64_t file_size, const unsigned char *head,
+		 size_t head_length, struct rawtags *tags)
 {
 	memset(tags, 0, sizeof(*tags));
 	const char *type = content_type_for_path(path);
-	if (strcmp(type, "audio/mpeg") == 0) {
-		return read_mp3(fd, file_size, tags);
-	}
+	if (strcmp(type, "audio/mpeg") == 0)
+		return read_mp3(fd, file_size, head, head_length, tags);
 	if (strcmp(type, "audio/flac") == 0)
 		return read_flac(fd, file_size, tags);
 	if (strcmp(type, "audio/ogg") == 0)

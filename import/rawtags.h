@@ -12,6 +12,7 @@
 #ifndef MUSICD_IMPORT_RAWTAGS_H
 #define MUSICD_IMPORT_RAWTAGS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct rawtags {
@@ -23,7 +24,12 @@ struct rawtags {
 	unsigned duration_ms;	/* mp3, mp4: what plays, when the file says better than TagLib */
 };
 
-/* Reads what the file's type (by path's extension) holds; returns 0 or a negative errno. */
-int rawtags_read(int fd, const char *path, int64_t file_size, struct rawtags *tags);
+/*
+ * Reads what the file's type (by path's extension) holds, head being its
+ * first head_length bytes (the whole file if shorter than what the caller
+ * reads first); returns 0 or a negative errno.
+ */
+int rawtags_read(int fd, const char *path, int64_t file_size, const unsigned char *head,
+		 size_t head_length, struct rawtags *tags);
 
 #endif

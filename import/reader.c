@@ -1,8 +1,9 @@
 /*
- * reader: one file, one descriptor for the checks and the hash (TagLib opens
- * the path itself: its C binding takes no descriptor). The size and time
- * stored are the descriptor's, taken before anything is read, so a file
- * rewritten meanwhile is simply seen as changed on the next run.
+ * reader: one file, one descriptor for the checks, TagLib and the hash, and
+ * one first read of its head that the checks and TagLib both read from (most
+ * of a short file's reading; an mp3's ID3v2 tag and first frame). The size
+ * and time stored are the descriptor's, taken before anything is read, so a
+ * file rewritten meanwhile is simply seen as changed on the next run.
  */
 #include "reader.h"
 
@@ -18,11 +19,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define HEAD_READ (64 * 1024)
+
 int reader_read(const char *path, bool want_hash, struct track *track, char *reason,
 		size_t reason_size)
 {
 	int status = 0;
 	struct rawtags raw = {0};
+	unsigned char *head = NULL;
 	memset(track, 0, sizeof(*track));
 
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -41,7 +45,25 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 	track->size = st.st_size;
 	track->mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 
-	int read_status = rawtags_read(fd, path, st.st_size, &raw);
+	size_t head_size = st.st_size < HEAD_READ ? (size_t)st.st_size : HEAD_READ;
+	if ((head = malloc(head_size ? head_size : 1)) == NULL)
+		goto out_of_memory;
+	ssize_t head_length = 0;
+	while ((size_t)head_length < head_size) {
+		ssize_t n = pread(fd, head + head_length, head_size - (size_t)head_length,
+				  (off_t)head_length);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0)
+				head_length = -errno;
+			break;
+		}
+		head_length += n;
+	}
+	int read_status = head_length < 0 ? (int)head_length
+					  : rawtags_read(fd, path, st.st_size, head,
+							 (size_t)head_length, &raw);
 	if (read_status == -ENOMEM)
 		goto out_of_memory;
 	if (read_status < 0) {
@@ -68,7 +90,8 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 		goto cleanup;
 	}
 	if (tags_supported(path)) {
-		status = tags_read(path, track, reason, reason_size);
+		struct tags_source source = {fd, st.st_size, head, (size_t)head_length};
+		status = tags_read(path, &source, track, reason, reason_size);
 		if (status < 0)
 			goto out_of_memory;
 		if (status > 0)
@@ -90,6 +113,7 @@ int reader_read(const char *path, bool want_hash, struct track *track, char *rea
 	}
 
 cleanup:
+	free(head);
 	close(fd);
 	if (status != 0)
 		track_free(track);

@@ -6,7 +6,9 @@
  * disk become ALBUMARTIST and DISCNUMBER as ID3v2's TPE2 and TPOS do; for
  * WAV its RIFF "id3 " chunk first and LIST INFO for what that lacks), and
  * the audio properties with the length in milliseconds. TagLib picks the format by extension, as
- * musicd picks the content type. No C++ exception leaves this file.
+ * musicd picks the content type, and reads the file through the reader's descriptor and the head
+ * it has read already (SourceStream), not by opening the path again. No C++ exception leaves this
+ * file.
  */
 #include "tags.h"
 
@@ -15,13 +17,79 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <cerrno>
 #include <strings.h>
+#include <unistd.h>
 
 #include <taglib/fileref.h>
+#include <taglib/tiostream.h>
 #include <taglib/tpropertymap.h>
 #include <taglib/wavfile.h>
 
 namespace {
+
+/*
+ * The file as reader.c opened it, read-only: what lies in the head it read
+ * is copied from there, the rest read with pread(2) (the descriptor's offset
+ * is left alone). Its name is the path, for TagLib's choice by extension.
+ */
+class SourceStream : public TagLib::IOStream {
+public:
+	SourceStream(const char *path, const struct tags_source &source)
+		: path_(path), source_(source)
+	{
+	}
+
+	TagLib::FileName name() const override { return path_; }
+
+	TagLib::ByteVector readBlock(unsigned long length) override
+	{
+		if (position_ >= source_.size || length == 0)
+			return TagLib::ByteVector();
+		int64_t left = source_.size - position_;
+		unsigned int want = (unsigned int)(int64_t(length) < left ? int64_t(length) : left);
+		if (uint64_t(position_) + want <= source_.head_length) {
+			position_ += want;
+			return TagLib::ByteVector((const char *)source_.head + position_ - want, want);
+		}
+		TagLib::ByteVector bytes(want, 0);
+		unsigned int done = 0;
+		while (done < want) {
+			ssize_t n = pread(source_.fd, bytes.data() + done, want - done,
+					  (off_t)(position_ + done));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break; /* an error or a file cut meanwhile: TagLib sees its end */
+			done += (unsigned int)n;
+		}
+		bytes.resize(done);
+		position_ += done;
+		return bytes;
+	}
+
+	void writeBlock(const TagLib::ByteVector &) override {}
+	void insert(const TagLib::ByteVector &, unsigned long, unsigned long) override {}
+	void removeBlock(unsigned long, unsigned long) override {}
+	bool readOnly() const override { return true; }
+	bool isOpen() const override { return true; }
+
+	void seek(long offset, Position from) override
+	{
+		int64_t base = from == Beginning ? 0 : from == Current ? position_ : source_.size;
+		if (base + offset >= 0)
+			position_ = base + offset;
+	}
+
+	long tell() const override { return long(position_); }
+	long length() override { return long(source_.size); }
+	void truncate(long) override {}
+
+private:
+	const char *path_;
+	const struct tags_source &source_;
+	int64_t position_ = 0;
+};
 
 /* The extensions musicd serves as audio (server/content_type.c) that TagLib 1.13 reads. */
 const char *const supported[] = {"mp3", "m4a", "mp4", "ogg", "oga", "opus", "flac", "wav"};
@@ -79,9 +147,11 @@ unsigned positive(int value)
 	return value > 0 ? unsigned(value) : 0;
 }
 
-int read_file(const char *path, struct track *track, char *reason, size_t reason_size)
+int read_file(const char *path, const struct tags_source &source, struct track *track,
+	      char *reason, size_t reason_size)
 {
-	TagLib::FileRef ref(path, true, TagLib::AudioProperties::Average);
+	SourceStream stream(path, source); /* outlives ref, which reads from it */
+	TagLib::FileRef ref(&stream, true, TagLib::AudioProperties::Average);
 	if (ref.isNull() || !ref.file()->isValid()) {
 		snprintf(reason, reason_size, "not a readable %s file", strrchr(path, '.') + 1);
 		return 1;
@@ -148,10 +218,11 @@ bool tags_supported(const char *path)
 	return false;
 }
 
-int tags_read(const char *path, struct track *track, char *reason, size_t reason_size)
+int tags_read(const char *path, const struct tags_source *source, struct track *track,
+	      char *reason, size_t reason_size)
 {
 	try {
-		return read_file(path, track, reason, reason_size);
+		return read_file(path, *source, track, reason, reason_size);
 	} catch (const std::bad_alloc &) {
 		snprintf(reason, reason_size, "out of memory");
 		return -1;

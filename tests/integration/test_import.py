@@ -345,6 +345,46 @@ def test_dry_run_writes_nothing_and_says_what_would_change(importer, library, so
     assert list(importer.db.collection.list_indexes()) == indexes
 
 
+# Readers run at most 2 x 4,000 files (two bulk writes) ahead of what the writer has released.
+BEYOND_THE_READERS_WINDOW = 8200
+
+
+def hard_links(source, directory, count, suffix):
+    """count names (hard links, 100 a directory) of one copy of source under directory."""
+    first = place(source, directory / "d0" / f"0{suffix}")
+    paths = [first]
+    for i in range(1, count):
+        path = directory / f"d{i // 100}" / f"{i}{suffix}"
+        path.parent.mkdir(exist_ok=True)
+        os.link(first, path)
+        paths.append(path)
+    return paths
+
+
+def test_dry_run_of_more_new_files_than_the_readers_hold_finishes(importer, library, sources):
+    """A dry run queues no write: its readers once stopped at the window and it never ended."""
+    hard_links(sources.plain, library.root, BEYOND_THE_READERS_WINDOW, ".mp3")
+    result = importer.run("--dry-run", str(library.root))
+    assert result.returncode == 0, result
+    assert result.summary == dict(added=BEYOND_THE_READERS_WINDOW, updated=0, unchanged=0,
+                                  pruned=0, skipped=0, dry_run=True)
+    assert importer.raw_docs() == []
+
+
+def test_more_unreadable_files_than_the_readers_hold_are_all_reported(importer, library,
+                                                                      sources):
+    """Skipped files fill no bulk write: they once stopped the readers for good, as above."""
+    corrupt = library.root.parent / f"{library.root.name}-corrupt.mp3"
+    corrupt.write_bytes(b"\xff\xfb" + b"\0" * 4000)
+    hard_links(corrupt, library.root / "bad", BEYOND_THE_READERS_WINDOW, ".mp3")
+    good = place(sources.plain, library.root / "zz" / "good.mp3")
+    result = importer.run(str(library.root))
+    assert result.returncode == 1, result
+    assert result.summary == dict(added=1, updated=0, unchanged=0, pruned=0,
+                                  skipped=BEYOND_THE_READERS_WINDOW, dry_run=False)
+    assert list(importer.docs()) == [str(good)]
+
+
 def test_dry_run_creates_no_index_on_a_new_collection(importer, library, sources):
     place(sources.plain, library.root / "a.mp3")
     result = importer.run("--dry-run", str(library.root))

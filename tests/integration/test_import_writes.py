@@ -19,7 +19,10 @@ from import_support import IMPORT_BIN, RUN_TIMEOUT, id3v24_tag, import_env, plac
 from support import scaled, wait_until
 from write_faults import WriteCutter
 
-BATCH = 4000  # STORE_BATCH_MAX in import/store.h: inserts per bulk write
+BATCH = 4000  # BATCH_INSERTS_MAX in import/batch.h: inserts per bulk write
+# FIRST_WRITE_ITEMS in import/main.c: the first bulk write holds this many files, each next one
+# twice as many as the one before, up to BATCH.
+FIRST_WRITE = 256
 
 
 def many_files(root, source, count):
@@ -80,9 +83,10 @@ def test_a_changed_file_whose_document_became_too_large_keeps_its_old_document(
 
 @pytest.mark.parametrize("when", ["sent", "applied"])
 def test_the_connection_cut_at_the_first_insert(importer, mongo, db, library, sources, when):
-    """3,000 files, one bulk insert: the connection is reset when it is sent (nothing stored),
-    or after the database applied it (all stored, the reply lost). Either way exit 2 with the
-    database's message, and the summary says what the collection holds."""
+    """3,000 files; the connection is reset when the first bulk insert (FIRST_WRITE files) is
+    sent (nothing stored), or after the database applied it (those stored, the reply lost).
+    Either way exit 2 with the database's message, and the summary says what the collection
+    holds."""
     paths = many_files(library.root, sources.plain, 3000)
     with WriteCutter(mongo_address(mongo), cut_at=1, when=when) as cutter:
         result = run_import(["--mongodb-uri", cutter.uri(mongo.uri), "--database", db.name,
@@ -92,7 +96,7 @@ def test_the_connection_cut_at_the_first_insert(importer, mongo, db, library, so
     assert "database" in result.stderr, result
     summary = result.summary
     assert_summary_is_the_collection(summary, db.collection)
-    assert summary["added"] == (0 if when == "sent" else len(paths)), result
+    assert summary["added"] == (0 if when == "sent" else FIRST_WRITE), result
     assert summary["unconfirmed"] == 0, result
     again = importer.run("--json", str(library.root))
     assert again.returncode == 0, again
@@ -111,7 +115,7 @@ def test_the_connection_cut_at_the_second_insert(importer, mongo, db, library, s
     assert result.returncode == 2, result
     summary = result.summary
     assert_summary_is_the_collection(summary, db.collection)
-    assert summary["added"] == (BATCH if when == "sent" else 2 * BATCH), result
+    assert summary["added"] == (FIRST_WRITE if when == "sent" else 3 * FIRST_WRITE), result
     again = importer.run("--json", str(library.root))
     assert again.summary["added"] + summary["added"] == len(paths), again
 
