@@ -677,7 +677,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		evbuffer_commit_space(input, space, pieces); /* the scan runs here (on_input_changed) */
 	}
 	evbuffer_freeze(input, 0);
-	/* Before evhttp's callback, which may end the connection: nothing is pending (above). */
+	/* Between requests the scan goes back to the spares (acquire_scan says why); before
+	   evhttp's callback, which may end the connection. */
 	if (request_scan_idle(connection->scan))
 		release_scan(connection);
 	if (got > 0) {
