@@ -105,6 +105,12 @@ int request_scan_in_head(const struct request_scan *scan)
 	return scan->state >= S_METHOD && scan->state <= S_HEAD_END_CR;
 }
 
+/* begin_message forgets everything but the limits and the count: S_IDLE carries nothing else. */
+int request_scan_idle(const struct request_scan *scan)
+{
+	return scan->state == S_IDLE;
+}
+
 /* A new request begins: forget the last one's facts. */
 static void begin_message(struct request_scan *scan)
 {

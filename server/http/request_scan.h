@@ -29,6 +29,7 @@
  * the scan's output drops it (request_scan_rewrites), leaving "5\r\n".
  *
  * One scan per connection, fed in arrival order; a refusal is final.
+ * Between requests a connection need not keep one (request_scan_idle).
  */
 #ifndef MUSICD_REQUEST_SCAN_H
 #define MUSICD_REQUEST_SCAN_H
@@ -121,5 +122,14 @@ int request_scan_rewrites(const struct request_scan *scan);
 
 /* True between a message's first byte and the end of its head. */
 int request_scan_in_head(const struct request_scan *scan);
+
+/*
+ * True between messages: the last one's head and body are all scanned and
+ * nothing was refused. A scan then holds nothing but its limits and its
+ * message count, so it may be let go and a fresh one (request_scan_init,
+ * the same limits) reads on exactly as it would have, messages counting
+ * from 0 again.
+ */
+int request_scan_idle(const struct request_scan *scan);
 
 #endif

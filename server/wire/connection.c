@@ -41,6 +41,7 @@
 static void set_up_connection(struct connection *connection);
 static int take_over_reading(struct connection *connection);
 static void on_readable(evutil_socket_t fd, short what, void *arg);
+static void release_scan(struct connection *connection);
 
 /* --- Connections --- */
 
@@ -84,6 +85,7 @@ static void connection_free(struct connection *connection)
 {
 	struct exchange_server *server = connection->server;
 	stop_reading(connection);
+	release_scan(connection);
 	if (connection->input_watch != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_input(connection->bev),
 					 connection->input_watch);
@@ -187,7 +189,9 @@ static void answer_on_socket(struct connection *connection, int status)
 	struct exchange_server *server = connection->server;
 	/* On the worker's thread: the slot's snapshot stays until its next request. */
 	const struct settings *settings = settings_slot_current(server->settings->snapshots);
-	const struct request_scan *scan = &connection->scan;
+	/* No scan: not a byte of this request read yet (a fresh scan's facts, all zero). */
+	static const struct request_scan nothing_read;
+	const struct request_scan *scan = connection->scan != NULL ? connection->scan : &nothing_read;
 	char body[64];
 	int body_length = snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
 	struct response_head head = {
@@ -244,6 +248,69 @@ static void on_head_timeout(struct connection *connection)
 	answer_on_socket(connection, 408);
 }
 
+/* --- The scan, held only while a request is read --- */
+
+/*
+ * A connection holds a scan (request_scan.h, ~490 bytes) only from a
+ * request's first byte until its head and body are all scanned: a listener
+ * whose head is done and an idle kept-alive connection hold none (at 50,000
+ * listeners, 23 MiB). A scan between messages carries nothing but its limits
+ * and its count (request_scan_idle), so the next request starts on a fresh
+ * one with the same limits, the count carried on in messages_before; a
+ * refused scan is kept, for its answer. Let-go scans wait in the server's
+ * spares (one worker's thread) for the next head, so a busy keep-alive
+ * connection costs no malloc a request.
+ */
+static int acquire_scan(struct connection *connection)
+{
+	struct exchange_server *server = connection->server;
+	struct request_scan *scan = server->spare_scan_count > 0
+					    ? server->spare_scans[--server->spare_scan_count]
+					    : malloc(sizeof(*scan));
+	if (scan == NULL)
+		return -1;
+	request_scan_init(scan, &connection->scan_limits);
+	connection->scan = scan;
+	return 0;
+}
+
+static void release_scan(struct connection *connection)
+{
+	struct exchange_server *server = connection->server;
+	struct request_scan *scan = connection->scan;
+	if (scan == NULL)
+		return;
+	connection->messages_before += scan->messages;
+	connection->scan = NULL;
+	if (server->spare_scan_count < SPARE_SCANS_MAX)
+		server->spare_scans[server->spare_scan_count++] = scan;
+	else
+		free(scan);
+}
+
+void connection_free_spare_scans(struct exchange_server *server)
+{
+	while (server->spare_scan_count > 0)
+		free(server->spare_scans[--server->spare_scan_count]);
+}
+
+/* Requests begun on the connection, the one being read included. */
+static unsigned messages_begun(const struct connection *connection)
+{
+	return connection->messages_before +
+	       (connection->scan != NULL ? connection->scan->messages : 0);
+}
+
+static int refused(const struct connection *connection)
+{
+	return connection->scan != NULL && connection->scan->refusal != 0;
+}
+
+int connection_in_head(const struct connection *connection)
+{
+	return connection->scan != NULL && request_scan_in_head(connection->scan);
+}
+
 /* --- Every byte of the input, scanned (request_scan.h) --- */
 
 /*
@@ -254,9 +321,9 @@ static void on_head_timeout(struct connection *connection)
  */
 static void answer_refusal_when_due(struct connection *connection)
 {
-	const struct request_scan *scan = &connection->scan;
+	const struct request_scan *scan = connection->scan;
 	if (connection->refusal_answered || connection->current != NULL ||
-	    connection->handed + 1 < scan->messages)
+	    connection->handed + 1 < messages_begun(connection))
 		return;
 	connection->refusal_answered = 1;
 	log_debug("request refused before parsing: %s; answering %d", scan->refusal_reason,
@@ -266,7 +333,7 @@ static void answer_refusal_when_due(struct connection *connection)
 
 void connection_schedule_refusal(struct connection *connection)
 {
-	if (connection->scan.refusal != 0 && !connection->refusal_answered)
+	if (refused(connection) && !connection->refusal_answered)
 		event_active(connection->timer, EV_TIMEOUT, 1);
 }
 
@@ -297,13 +364,14 @@ static void truncate_input(struct connection *connection, struct evbuffer *input
 /* A scan event for the byte at absolute position at (in fed bytes). */
 static void on_scan_event(struct connection *connection, enum scan_event event, uint64_t at)
 {
-	if (connection->scan.messages != connection->scan_began) {
+	unsigned begun = messages_begun(connection);
+	if (begun != connection->scan_began) {
 		/* Its first byte: also when that byte was the one refused. */
-		connection->scan_began = connection->scan.messages;
+		connection->scan_began = begun;
 		connection->message_start = at;
 		/* The first head's deadline runs from the connection's start; a later one's from
 		   here, unless an answer is in flight (it starts when that one completes). */
-		if (connection->scan.messages > 1 && connection->current == NULL)
+		if (begun > 1 && connection->current == NULL)
 			connection_head_begins(connection);
 	}
 	if (event == SCAN_HEAD_DONE)
@@ -319,7 +387,7 @@ static void on_scan_event(struct connection *connection, enum scan_event event, 
  */
 static void scan_new_bytes(struct connection *connection, struct evbuffer *input, size_t from)
 {
-	struct request_scan *scan = &connection->scan;
+	struct request_scan *scan = connection->scan;
 	size_t length = evbuffer_get_length(input);
 	uint64_t input_start = connection->fed - from; /* where the input's first byte is in fed */
 	size_t position = from;
@@ -399,8 +467,10 @@ static void on_input_changed(struct evbuffer *input, const struct evbuffer_cb_in
 		return;
 	}
 	size_t from = evbuffer_get_length(input) - info->n_added;
-	if (connection->scan.refusal != 0) {
-		truncate_input(connection, input, from); /* nothing after a refusal is read */
+	if (connection->scan == NULL || refused(connection)) {
+		/* Nothing after a refusal is read; and without a scan (on_readable takes one
+		   before it reads, the only writer of the input) nothing can be trusted. */
+		truncate_input(connection, input, from);
 		stop_reading(connection);
 		return;
 	}
@@ -474,8 +544,8 @@ static void set_up_connection(struct connection *connection)
 	 */
 	struct bufferevent *bev = connection->bev;
 	const struct config *config = &settings_slot_current(settings->snapshots)->config;
-	struct request_scan_limits limits = {config->max_header_size, MAX_BODY_SIZE};
-	request_scan_init(&connection->scan, &limits);
+	connection->scan_limits =
+		(struct request_scan_limits){config->max_header_size, MAX_BODY_SIZE};
 	connection->input_watch =
 		evbuffer_add_cb(bufferevent_get_input(bev), on_input_changed, connection);
 	if (connection->input_watch == NULL) {
@@ -585,6 +655,12 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	size_t room = connection->input_limit - held;
+	if (connection->scan == NULL && acquire_scan(connection) < 0) {
+		log_error("out of memory reading a request; closing the connection");
+		errno = ENOMEM;
+		read_failed(connection, BEV_EVENT_ERROR);
+		return;
+	}
 	struct evbuffer_iovec space[2];
 	/* bufferevent_socket_new froze the input's end; its reads unfreeze it around each, as here. */
 	evbuffer_unfreeze(input, 0);
@@ -601,6 +677,10 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		evbuffer_commit_space(input, space, pieces); /* the scan runs here (on_input_changed) */
 	}
 	evbuffer_freeze(input, 0);
+	/* Between requests the scan goes back to the spares (acquire_scan says why); before
+	   evhttp's callback, which may end the connection. */
+	if (request_scan_idle(connection->scan))
+		release_scan(connection);
 	if (got > 0) {
 		if (evhttp_reads(connection)) {
 			restart_read_timeout(connection);
@@ -675,7 +755,7 @@ static void on_connection_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!connection->set_up) {
 		set_up_connection(connection);
-	} else if (connection->scan.refusal != 0) {
+	} else if (refused(connection)) {
 		answer_refusal_when_due(connection);
 	} else {
 		connection->timer_armed = 0;

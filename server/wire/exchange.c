@@ -325,7 +325,7 @@ static void on_complete(struct evhttp_request *req, void *arg)
 		connection_schedule_refusal(connection);
 		if (!closes) {
 			/* A head that began while this answer was out gets its deadline from now. */
-			if (request_scan_in_head(&connection->scan))
+			if (connection_in_head(connection))
 				connection_head_begins(connection);
 			/* Its head promised keep-alive: the client may send its next request now. */
 			if (server->draining)

@@ -351,6 +351,7 @@ void exchange_server_free(struct exchange_server *server)
 	linger_set_clear(&server->lingering);
 	event_free(server->accept_resume);
 	event_free(server->backlog_pass);
+	connection_free_spare_scans(server);
 	free(server->by_fd);
 	free(server);
 }

@@ -34,6 +34,8 @@ typedef void (*wire_wait_cb)(struct exchange *exchange, void *arg);
 
 /* Bodies evhttp reads (a GET may carry one) are read and ignored up to this. */
 #define MAX_BODY_SIZE (16 * 1024)
+/* Idle scans a server keeps for reuse (the rest are freed): a few heads' worth at once. */
+#define SPARE_SCANS_MAX 16
 
 /* Something worth a log line, reported at most once per interval with a count. */
 struct report {
@@ -52,10 +54,13 @@ struct connection {
 	int head_in_progress;		       /* from a head's first byte to its end */
 	struct timespec head_started;	       /* that first byte (CLOCK_MONOTONIC) */
 	struct evbuffer_cb_entry *input_watch; /* scans every byte added to the input */
-	struct request_scan scan;	       /* what those bytes are (request_scan.h) */
+	struct request_scan *scan;	       /* what those bytes are (request_scan.h); NULL
+						  between requests (connection.c says why) */
+	struct request_scan_limits scan_limits; /* each scan's, fixed at the set-up */
+	unsigned messages_before;	       /* requests begun under scans let go since */
 	uint64_t fed;			       /* bytes the scan handed on into the input */
 	uint64_t message_start;		       /* where the scan's current request began (in fed) */
-	unsigned scan_began;		       /* the scan's message count at that start */
+	unsigned scan_began;		       /* requests begun (messages_before + the scan's) then */
 	int editing_input;		       /* the watch is rewriting the input: ignore it */
 	unsigned handed;		       /* requests evhttp handed over */
 	int refusal_answered;		       /* the scan's refusal has gone out */
@@ -93,6 +98,10 @@ struct exchange_server {
 
 	struct event *accept_resume;
 	struct report accept_errors, refused;
+
+	/* Scans let go between requests, kept for the next head (connection.c). */
+	struct request_scan *spare_scans[SPARE_SCANS_MAX];
+	unsigned spare_scan_count;
 };
 
 struct exchange {
@@ -179,6 +188,12 @@ void connection_on_lingered(void *arg);
 
 /* After an answer: the scan's refusal, if due now, is answered on the next loop pass. */
 void connection_schedule_refusal(struct connection *connection);
+
+/* True between a head's first byte and its end, as the scan saw them. */
+int connection_in_head(const struct connection *connection);
+
+/* Frees the scans kept for reuse (the server is going). */
+void connection_free_spare_scans(struct exchange_server *server);
 
 /* --- exchange.c --- */
 

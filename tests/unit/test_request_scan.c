@@ -350,6 +350,80 @@ static void test_the_head_state_follows_the_bytes(void **state)
 	assert_int_equal(scan.http_minor, 1);
 }
 
+/* Feeds all of text to scan (stopping at a refusal); the heads completed. */
+static unsigned feed_all(struct request_scan *scan, const char *text)
+{
+	size_t length = strlen(text), done = 0;
+	unsigned heads = 0;
+	while (done < length) {
+		struct scan_step step = request_scan_feed(scan, text + done, length - done, NULL);
+		done += step.consumed;
+		heads += step.event == SCAN_HEAD_DONE;
+		if (step.event == SCAN_REFUSED)
+			break;
+	}
+	return heads;
+}
+
+static void test_a_scan_is_idle_only_between_messages(void **state)
+{
+	(void)state;
+	struct request_scan scan;
+	struct request_scan_limits limits = {MAX_HEAD, MAX_BODY};
+	request_scan_init(&scan, &limits);
+	assert_true(request_scan_idle(&scan));
+	feed_all(&scan, "GET / HTTP/1.1\r\nHo");
+	assert_false(request_scan_idle(&scan));
+	feed_all(&scan, "st: h\r\n\r\n");
+	assert_true(request_scan_idle(&scan));
+	feed_all(&scan, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nab");
+	assert_false(request_scan_idle(&scan)); /* its body is not all in */
+	feed_all(&scan, "c");
+	assert_true(request_scan_idle(&scan));
+	feed_all(&scan, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n");
+	assert_false(request_scan_idle(&scan));
+	feed_all(&scan, "0\r\n\r\n");
+	assert_true(request_scan_idle(&scan));
+	feed_all(&scan, "GET / HTTP/1.1\r\n\r\n"); /* no Host: refused */
+	assert_int_equal(scan.refusal, 400);
+	assert_false(request_scan_idle(&scan));
+}
+
+static void test_an_idle_scan_reads_on_as_a_fresh_one(void **state)
+{
+	(void)state;
+	const char *before[] = {
+		GET_HEAD "\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nab",
+		"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2;e=f\r\nab\r\n0\r\n\r\n",
+	};
+	const char *after[] = {
+		GET_HEAD "\r\n",
+		"GET / HTTP/1.1\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nExpect: other\r\nContent-Length: 1\r\n\r\nx",
+		"HEAD /x HTTP/1.0\r\n\r\n",
+	};
+	struct request_scan_limits limits = {MAX_HEAD, MAX_BODY};
+	for (size_t i = 0; i < COUNT(before); i++) {
+		for (size_t j = 0; j < COUNT(after); j++) {
+			struct request_scan continued, fresh;
+			request_scan_init(&continued, &limits);
+			request_scan_init(&fresh, &limits);
+			feed_all(&continued, before[i]);
+			assert_true(request_scan_idle(&continued));
+			unsigned heads = feed_all(&continued, after[j]);
+			assert_int_equal(feed_all(&fresh, after[j]), heads);
+			assert_int_equal(fresh.refusal, continued.refusal);
+			assert_int_equal(fresh.messages, continued.messages - 1);
+			assert_int_equal(request_scan_idle(&fresh), request_scan_idle(&continued));
+			assert_string_equal(fresh.method, continued.method);
+			assert_string_equal(fresh.target, continued.target);
+			assert_int_equal(fresh.http_minor, continued.http_minor);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +448,8 @@ int main(void)
 		cmocka_unit_test(test_a_head_past_the_limit_is_431_or_414_in_the_request_line),
 		cmocka_unit_test(test_after_a_refusal_nothing_more_is_consumed),
 		cmocka_unit_test(test_the_head_state_follows_the_bytes),
+		cmocka_unit_test(test_a_scan_is_idle_only_between_messages),
+		cmocka_unit_test(test_an_idle_scan_reads_on_as_a_fresh_one),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
