@@ -288,7 +288,7 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	entry->node.hash = lru_hash(entry->path);
 	entry->cache = cache;
 	entry->validated_at = entry->used_at = clock_coarse_seconds();
-	entry->fd = file->fd;
+	entry->fd = entry->file.fd = file->fd;
 	entry->device = file->device;
 	entry->inode = file->inode;
 	entry->links = file->links;

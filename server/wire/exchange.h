@@ -185,12 +185,12 @@ struct exchange_body;
 int exchange_body_add(struct exchange_body *body, const void *data, size_t length);
 
 /*
- * Adds length bytes of segment from offset, sent by sendfile; 0, or -1 (out
- * of memory, or a range past its end), which drops the caller's reference to
- * segment as evbuffer_add_file_segment does.
+ * Adds length bytes of segment (whose descriptor is fd) from offset, sent by
+ * sendfile; 0, or -1 (out of memory, or a range past its end), which drops
+ * the caller's reference to segment as evbuffer_add_file_segment does.
  */
 int exchange_body_add_segment(struct exchange_body *body, struct evbuffer_file_segment *segment,
-			      uint64_t offset, uint64_t length);
+			      int fd, uint64_t offset, uint64_t length);
 
 /* Fills a response body (text and file segments) through the two functions above. */
 typedef void (*exchange_fill_cb)(struct exchange_body *body, const void *context);
