@@ -54,12 +54,17 @@ enum kept_field {
 /* A chunk size of more hex digits than this cannot be below any body limit. */
 #define CHUNK_DIGITS_MAX 15
 
-/* A byte a Host value may hold: reg-name, IP-literal and port characters (RFC 3986). */
+/* The bytes a Host value may hold: reg-name, IP-literal and port characters (RFC 3986). */
+static const unsigned char host_bytes[256] = {
+	['0' ... '9'] = 1, ['a' ... 'z'] = 1, ['A' ... 'Z'] = 1,
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['%'] = 1, ['!'] = 1, ['$'] = 1, ['&'] = 1,
+	['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, [','] = 1, [';'] = 1, ['='] = 1,
+	[':'] = 1, ['['] = 1, [']'] = 1,
+};
+
 static int is_host_byte(unsigned char c)
 {
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-		return 1;
-	return c != '\0' && strchr("-._~%!$&'()*+,;=:[]", c) != NULL;
+	return host_bytes[c];
 }
 
 static const char *const known_methods[] = {"GET",     "HEAD",	  "POST",  "PUT",  "DELETE",
@@ -604,6 +609,52 @@ static int chunk_step(struct request_scan *scan, unsigned char c)
 	}
 }
 
+/*
+ * The bytes at in that change nothing but what head_step would record of
+ * them, taken in one run: the rest of a target, of a field name, or of a
+ * value the scan does not keep, up to the byte that ends it (or that
+ * head_step refuses) and within the head's limit. What a run records is what
+ * head_step would have, byte by byte; the byte after it goes to head_step.
+ */
+static size_t plain_run(struct request_scan *scan, const char *in, size_t length)
+{
+	if (scan->head_bytes >= scan->limits.max_head)
+		return 0;
+	uint64_t room = scan->limits.max_head - scan->head_bytes;
+	size_t limit = length < room ? length : (size_t)room;
+	const unsigned char *bytes = (const unsigned char *)in;
+	size_t run = 0;
+	switch ((enum state)scan->state) {
+	case S_TARGET:
+		while (run < limit && bytes[run] > ' ' && bytes[run] != 0x7f) {
+			if (scan->target_length < SCAN_TARGET_KEEP)
+				scan->target[scan->target_length] = (char)bytes[run];
+			scan->target_length++;
+			run++;
+		}
+		break;
+	case S_FIELD_NAME:
+		while (run < limit && chars_is_tchar(bytes[run])) {
+			unsigned char c = bytes[run];
+			if (scan->name_length < sizeof(scan->name))
+				scan->name[scan->name_length] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+			scan->name_length++;
+			run++;
+		}
+		break;
+	case S_FIELD_VALUE:
+		if (scan->field != FIELD_OTHER)
+			break;
+		while (run < limit && bytes[run] != '\r' && bytes[run] != '\n' && bytes[run] != '\0')
+			run++;
+		break;
+	default:
+		break;
+	}
+	scan->head_bytes += run;
+	return run;
+}
+
 struct scan_step request_scan_feed(struct request_scan *scan, const char *in, size_t length,
 				   char *out)
 {
@@ -625,6 +676,14 @@ struct scan_step request_scan_feed(struct request_scan *scan, const char *in, si
 			scan->body_left -= run;
 			if (scan->body_left == 0)
 				scan->state = scan->state == S_BODY ? S_IDLE : S_CHUNK_DATA_CR;
+			continue;
+		}
+		size_t run = plain_run(scan, in + step.consumed, length - step.consumed);
+		if (run > 0) {
+			if (out != NULL)
+				memcpy(out + step.produced, in + step.consumed, run);
+			step.consumed += run;
+			step.produced += run;
 			continue;
 		}
 		unsigned char c = (unsigned char)in[step.consumed++];
