@@ -90,6 +90,39 @@ const char *exchange_header(const struct exchange *exchange, const char *name)
 	return evhttp_find_header(evhttp_request_get_input_headers(exchange->req), name);
 }
 
+/* The names exchange_headers is asked for at once; more are looked up one by one. */
+#define HEADERS_AT_ONCE_MAX 8
+
+void exchange_headers(const struct exchange *exchange, const char *const *names,
+		      const char **values, size_t count)
+{
+	size_t lengths[HEADERS_AT_ONCE_MAX], missing = count;
+	for (size_t i = 0; i < count; i++) {
+		values[i] = NULL;
+		if (i >= HEADERS_AT_ONCE_MAX)
+			values[i] = exchange_header(exchange, names[i]);
+		else
+			lengths[i] = strlen(names[i]);
+	}
+	if (exchange->req == NULL || count == 0)
+		return;
+	if (missing > HEADERS_AT_ONCE_MAX)
+		missing = HEADERS_AT_ONCE_MAX;
+	/* Lengths first: most fields are none of the names, and that settles it without a compare. */
+	struct evkeyvalq *headers = evhttp_request_get_input_headers(exchange->req);
+	for (struct evkeyval *header = headers->tqh_first; header != NULL && missing > 0;
+	     header = header->next.tqe_next) {
+		size_t length = strlen(header->key);
+		for (size_t i = 0; i < count && i < HEADERS_AT_ONCE_MAX; i++) {
+			if (values[i] == NULL && lengths[i] == length &&
+			    evutil_ascii_strcasecmp(header->key, names[i]) == 0) {
+				values[i] = header->value;
+				missing--;
+			}
+		}
+	}
+}
+
 const struct settings *exchange_snapshot(const struct exchange *exchange)
 {
 	return exchange->snapshot;

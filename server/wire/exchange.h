@@ -112,6 +112,13 @@ const char *exchange_target(const struct exchange *exchange);
 /* The first value of a request header, or NULL. */
 const char *exchange_header(const struct exchange *exchange, const char *name);
 
+/*
+ * The first value of each of count headers, in one pass over the request's
+ * fields (values[i] is what exchange_header(names[i]) answers).
+ */
+void exchange_headers(const struct exchange *exchange, const char *const *names,
+		      const char **values, size_t count);
+
 /* The settings snapshot this request was started with (a reload never changes it midway). */
 const struct settings *exchange_snapshot(const struct exchange *exchange);
 
