@@ -107,6 +107,7 @@ struct exchange {
 	int refs;
 	int close_after;
 	int closes;	      /* the connection ends after the response (as evhttp_send_done decides) */
+	int send_timeouts;    /* the bufferevent has the send timeouts: on_complete restores them */
 	char *origin_target; /* an absolute-form target's path and query; NULL: none */
 
 	/* While waiting for work finishing elsewhere (exchange_wait). */
