@@ -19,6 +19,7 @@
 #include "http/route.h"
 
 #define LOOKUP_CACHE_SHARDS 64
+_Static_assert((LOOKUP_CACHE_SHARDS & (LOOKUP_CACHE_SHARDS - 1)) == 0, "lru_shard_for takes a power of two");
 
 /*
  * A GridFS entry's file in one allocation, its two texts packed after the

@@ -59,6 +59,7 @@
 #include "http/http_date.h"
 
 #define FILE_CACHE_SHARDS 16
+_Static_assert((FILE_CACHE_SHARDS & (FILE_CACHE_SHARDS - 1)) == 0, "lru_shard_for takes a power of two");
 
 struct file_cache_entry {
 	struct lru_node node;
