@@ -669,8 +669,8 @@ int exchange_body_keep_part(struct exchange_body *body, struct evbuffer_file_seg
  * the head's text and the file: the head by sendmsg with MSG_MORE (as
  * send_held_for_file), then the part by sendfile, as evbuffer_write would
  * send a file segment. What the socket took never touches the output, so a
- * cached start costs no evbuffer chain (two mallocs and frees, measured on
- * c2 of scripts/bench) and none of the evbuffer work around it; what it did
+ * cached start costs no evbuffer chain (two mallocs and frees, counted on
+ * warm starts) and none of the evbuffer work around it; what it did
  * not take (a full socket, an error) is queued as it would have been, head
  * first, for flush_to_socket. 0, or -1 if out of memory queueing the rest.
  */
