@@ -25,7 +25,10 @@ uint64_t lru_hash(const char *key)
 int lru_init(struct lru_table *table, size_t bucket_count)
 {
 	memset(table, 0, sizeof(*table));
-	table->bucket_count = bucket_count ? bucket_count : 1;
+	/* A power of two: a bucket is then a mask away, not a division (on every find). */
+	table->bucket_count = 1;
+	while (table->bucket_count < bucket_count)
+		table->bucket_count *= 2;
 	table->buckets = calloc(table->bucket_count, sizeof(*table->buckets));
 	return table->buckets ? 0 : -1;
 }
@@ -39,7 +42,7 @@ void lru_destroy(struct lru_table *table)
 static struct lru_node **bucket_of(struct lru_table *table, uint64_t hash)
 {
 	/* The top bits: shards are chosen by the low ones. */
-	return &table->buckets[(hash >> 32) % table->bucket_count];
+	return &table->buckets[(hash >> 32) & (table->bucket_count - 1)];
 }
 
 struct lru_node *lru_find(struct lru_table *table, const char *key, uint64_t hash)
@@ -154,7 +157,7 @@ void lru_shards_destroy(struct lru_shard *shards, size_t count,
 
 struct lru_shard *lru_shard_for(struct lru_shard *shards, size_t count, uint64_t hash)
 {
-	return &shards[hash % count];
+	return &shards[hash & (count - 1)];
 }
 
 struct cache_stats lru_shards_stats(struct lru_shard *shards, size_t count)

@@ -30,7 +30,7 @@ struct lru_table {
 /* The hash every user of a table must compute keys with. */
 uint64_t lru_hash(const char *key);
 
-/* Allocates bucket_count buckets (at least 1); -1 if out of memory. */
+/* Allocates bucket_count buckets (at least 1, rounded up to a power of two); -1 if out of memory. */
 int lru_init(struct lru_table *table, size_t bucket_count);
 /* Frees the buckets only; entries are the caller's to free first. */
 void lru_destroy(struct lru_table *table);
@@ -99,7 +99,7 @@ int lru_shard_insert_bounded(struct lru_shard *shards, size_t count, struct lru_
 /* Removes every entry, passing each to release, then frees the shards' tables. */
 void lru_shards_destroy(struct lru_shard *shards, size_t count,
 			void (*release)(struct lru_shard *shard, struct lru_node *node));
-/* The shard a hash belongs to. */
+/* The shard a hash belongs to; count is a power of two (both caches' shard counts are). */
 struct lru_shard *lru_shard_for(struct lru_shard *shards, size_t count, uint64_t hash);
 /* The counters summed over the shards, with the current entry count. */
 struct cache_stats lru_shards_stats(struct lru_shard *shards, size_t count);

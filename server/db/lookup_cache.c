@@ -19,6 +19,7 @@
 #include "http/route.h"
 
 #define LOOKUP_CACHE_SHARDS 64
+_Static_assert((LOOKUP_CACHE_SHARDS & (LOOKUP_CACHE_SHARDS - 1)) == 0, "lru_shard_for takes a power of two");
 
 /*
  * A GridFS entry's file in one allocation, its two texts packed after the
@@ -38,10 +39,12 @@ struct cached_gridfs {
 struct lookup_entry {
 	struct lru_node node;
 	char mid[OBJECTID_HEX_LENGTH + 1];
-	char *path;		       /* NULL for a negative or a GridFS entry */
-	char *etag;		       /* the document's ETag; NULL for none (most libraries: no byte spent) */
+	char *path;		       /* NULL for a negative or a GridFS entry; else in text */
+	size_t path_length;
+	char *etag;		       /* the document's ETag, in text; NULL for none (most libraries: no byte spent) */
 	struct cached_gridfs *gridfs; /* NULL unless the track is in GridFS */
 	int64_t stored_at;	       /* clock_coarse_seconds() of the put; counts for the TTL in force now */
+	char text[]; /* path and etag: in the entry's own allocation, so a hit reads one block */
 };
 
 struct lookup_cache {
@@ -70,8 +73,6 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 
 static void free_entry(struct lookup_entry *entry)
 {
-	free(entry->path);
-	free(entry->etag);
 	free(entry->gridfs);
 	free(entry);
 }
@@ -120,9 +121,9 @@ static enum lookup_cache_result answer(const struct lookup_entry *entry, char *p
 	}
 	if (entry->path == NULL)
 		return LOOKUP_CACHE_NEGATIVE;
-	if (strlen(entry->path) >= path_size)
+	if (entry->path_length >= path_size)
 		return LOOKUP_CACHE_MISS;
-	strcpy(path_out, entry->path);
+	memcpy(path_out, entry->path, entry->path_length + 1);
 	if (etag_out != NULL)
 		strcpy(etag_out, entry->etag ? entry->etag : "");
 	return LOOKUP_CACHE_HIT;
@@ -200,15 +201,17 @@ void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const 
 		return; /* no file has such a path: not kept, whatever a document says */
 	if (!keeps(cache, path == NULL))
 		return;
-	struct lookup_entry *entry = calloc(1, sizeof(*entry));
+	size_t path_size = path != NULL ? strlen(path) + 1 : 0;
+	size_t etag_size = path != NULL && etag != NULL && etag[0] != '\0' ? strlen(etag) + 1 : 0;
+	struct lookup_entry *entry = calloc(1, sizeof(*entry) + path_size + etag_size);
 	if (entry == NULL)
 		return;
-	if ((path != NULL && (entry->path = strdup(path)) == NULL) ||
-	    (path != NULL && etag != NULL && etag[0] != '\0' &&
-	     (entry->etag = strdup(etag)) == NULL)) {
-		free_entry(entry);
-		return;
+	if (path_size > 0) {
+		entry->path = memcpy(entry->text, path, path_size);
+		entry->path_length = path_size - 1;
 	}
+	if (etag_size > 0)
+		entry->etag = memcpy(entry->text + path_size, etag, etag_size);
 	insert(cache, mid, entry);
 }
 

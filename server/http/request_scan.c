@@ -54,22 +54,34 @@ enum kept_field {
 /* A chunk size of more hex digits than this cannot be below any body limit. */
 #define CHUNK_DIGITS_MAX 15
 
-/* A byte a Host value may hold: reg-name, IP-literal and port characters (RFC 3986). */
+/* The bytes a Host value may hold: reg-name, IP-literal and port characters (RFC 3986). */
+static const unsigned char host_bytes[256] = {
+	['0' ... '9'] = 1, ['a' ... 'z'] = 1, ['A' ... 'Z'] = 1,
+	['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['%'] = 1, ['!'] = 1, ['$'] = 1, ['&'] = 1,
+	['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, [','] = 1, [';'] = 1, ['='] = 1,
+	[':'] = 1, ['['] = 1, [']'] = 1,
+};
+
 static int is_host_byte(unsigned char c)
 {
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-		return 1;
-	return c != '\0' && strchr("-._~%!$&'()*+,;=:[]", c) != NULL;
+	return host_bytes[c];
 }
 
-static const char *const known_methods[] = {"GET",     "HEAD",	  "POST",  "PUT",  "DELETE",
-					    "OPTIONS", "TRACE",	  "CONNECT", "PATCH"};
+/* A literal and its length, for tables compared by length first. */
+#define WORD(text) text, sizeof(text) - 1
+
+static const struct {
+	const char *name;
+	size_t length;
+} known_methods[] = {{WORD("GET")},	{WORD("HEAD")},	 {WORD("POST")},
+		     {WORD("PUT")},	{WORD("DELETE")}, {WORD("OPTIONS")},
+		     {WORD("TRACE")},	{WORD("CONNECT")}, {WORD("PATCH")}};
 
 static int method_is_known(const struct request_scan *scan)
 {
 	for (size_t i = 0; i < sizeof(known_methods) / sizeof(known_methods[0]); i++) {
-		if (scan->method_length == strlen(known_methods[i]) &&
-		    memcmp(scan->method, known_methods[i], scan->method_length) == 0)
+		if (scan->method_length == known_methods[i].length &&
+		    memcmp(scan->method, known_methods[i].name, scan->method_length) == 0)
 			return 1;
 	}
 	return 0;
@@ -240,16 +252,17 @@ static void classify_field(struct request_scan *scan)
 {
 	static const struct {
 		const char *name;
+		size_t length;
 		enum kept_field field;
 	} kept[] = {
-		{"content-length", FIELD_CONTENT_LENGTH},
-		{"transfer-encoding", FIELD_TRANSFER_ENCODING},
-		{"host", FIELD_HOST},
-		{"expect", FIELD_EXPECT},
+		{WORD("content-length"), FIELD_CONTENT_LENGTH},
+		{WORD("transfer-encoding"), FIELD_TRANSFER_ENCODING},
+		{WORD("host"), FIELD_HOST},
+		{WORD("expect"), FIELD_EXPECT},
 	};
 	scan->field = FIELD_OTHER;
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
-		if (scan->name_length == strlen(kept[i].name) &&
+		if (scan->name_length == kept[i].length &&
 		    memcmp(scan->name, kept[i].name, scan->name_length) == 0)
 			scan->field = kept[i].field;
 	}
@@ -610,6 +623,80 @@ static int chunk_step(struct request_scan *scan, unsigned char c)
 	}
 }
 
+/*
+ * The bytes at in that change nothing but what head_step would record of
+ * them, taken in one run: the rest of a target, of a field name, or of a
+ * value the scan does not keep, up to the byte that ends it (or that
+ * head_step refuses) and within the head's limit. What a run records is what
+ * head_step would have, byte by byte; the byte after it goes to head_step.
+ */
+static size_t plain_run(struct request_scan *scan, const char *in, size_t length)
+{
+	if (scan->head_bytes >= scan->limits.max_head)
+		return 0;
+	uint64_t room = scan->limits.max_head - scan->head_bytes;
+	size_t limit = length < room ? length : (size_t)room;
+	const unsigned char *bytes = (const unsigned char *)in;
+	size_t run = 0;
+	switch ((enum state)scan->state) {
+	case S_METHOD:
+		while (run < limit && chars_is_tchar(bytes[run])) {
+			if (scan->method_length < SCAN_METHOD_MAX)
+				scan->method[scan->method_length] = (char)bytes[run];
+			scan->method_length++;
+			run++;
+		}
+		break;
+	case S_TARGET: {
+		while (run < limit && bytes[run] > ' ' && bytes[run] != 0x7f)
+			run++;
+		size_t kept = scan->target_length < SCAN_TARGET_KEEP
+				      ? SCAN_TARGET_KEEP - scan->target_length
+				      : 0;
+		memcpy(scan->target + scan->target_length, bytes, run < kept ? run : kept);
+		scan->target_length += run;
+		break;
+	}
+	case S_VERSION:
+		/* Up to VERSION_MAX: the byte past it is head_step's to refuse. */
+		while (run < limit && scan->value_length < VERSION_MAX && bytes[run] > ' ' &&
+		       bytes[run] < 0x7f)
+			scan->value[scan->value_length++] = (char)bytes[run++];
+		break;
+	case S_FIELD_NAME:
+		while (run < limit && chars_is_tchar(bytes[run])) {
+			unsigned char c = bytes[run];
+			if (scan->name_length < sizeof(scan->name))
+				scan->name[scan->name_length] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+			scan->name_length++;
+			run++;
+		}
+		break;
+	case S_FIELD_VALUE:
+		if (scan->field == FIELD_HOST && scan->value_trailing_ows == 0) {
+			/* keep_value_byte's path for a host byte after no whitespace: nothing but kept. */
+			while (run < limit && is_host_byte(bytes[run])) {
+				if (scan->value_length < SCAN_FRAMING_VALUE_MAX)
+					scan->value[scan->value_length] = (char)bytes[run];
+				scan->value_length++;
+				run++;
+			}
+			if (run > 0)
+				scan->value_seen_text = 1;
+			break;
+		}
+		if (scan->field != FIELD_OTHER)
+			break;
+		while (run < limit && bytes[run] != '\r' && bytes[run] != '\n' && bytes[run] != '\0')
+			run++;
+		break;
+	default:
+		break;
+	}
+	scan->head_bytes += run;
+	return run;
+}
+
 struct scan_step request_scan_feed(struct request_scan *scan, const char *in, size_t length,
 				   char *out)
 {
@@ -631,6 +718,14 @@ struct scan_step request_scan_feed(struct request_scan *scan, const char *in, si
 			scan->body_left -= run;
 			if (scan->body_left == 0)
 				scan->state = scan->state == S_BODY ? S_IDLE : S_CHUNK_DATA_CR;
+			continue;
+		}
+		size_t run = plain_run(scan, in + step.consumed, length - step.consumed);
+		if (run > 0) {
+			if (out != NULL)
+				memcpy(out + step.produced, in + step.consumed, run);
+			step.consumed += run;
+			step.produced += run;
 			continue;
 		}
 		unsigned char c = (unsigned char)in[step.consumed++];

@@ -114,6 +114,20 @@ size_t response_head_format(char *out, size_t out_size, const struct response_he
 	return b.overflow ? 0 : b.used;
 }
 
+size_t response_content_range(char *out, size_t out_size, uint64_t first, uint64_t last,
+			      uint64_t size)
+{
+	struct builder b = {out, out_size, 0, 0};
+	put_text(&b, "bytes ");
+	put_number(&b, first);
+	put(&b, "-", 1);
+	put_number(&b, last);
+	put(&b, "/", 1);
+	put_number(&b, size);
+	put(&b, "", 1); /* the NUL */
+	return b.overflow ? 0 : b.used - 1;
+}
+
 size_t response_head_file_lines(char *out, size_t out_size, const char *last_modified, const char *etag,
 		       const char *cache_control)
 {

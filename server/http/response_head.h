@@ -82,6 +82,13 @@ size_t response_head_format(char *out, size_t out_size, const struct response_he
 	 (size_t)(cache_control_length))
 
 /*
+ * "bytes first-last/size" (a Content-Range value) into out, NUL-terminated;
+ * its length, or 0 if out_size is too small.
+ */
+size_t response_content_range(char *out, size_t out_size, uint64_t first, uint64_t last,
+			      uint64_t size);
+
+/*
  * The lines every answer about one file repeats: Last-Modified, ETag and
  * Cache-Control (NULL: none). Returns the length, or 0 if it does not fit
  * or a value is unsafe.

@@ -59,10 +59,12 @@
 #include "http/http_date.h"
 
 #define FILE_CACHE_SHARDS 16
+_Static_assert((FILE_CACHE_SHARDS & (FILE_CACHE_SHARDS - 1)) == 0, "lru_shard_for takes a power of two");
 
 struct file_cache_entry {
 	struct lru_node node;
 	struct file_cache *cache;
+	/* In text, after the entry (one allocation, one free: most entries are evicted unhit). */
 	char *path;		/* the key: the path as the database has it */
 	char *resolved_path;	/* where it really is; file.resolved_path points here */
 	char *file_lines;	/* file.representation.file_lines points here */
@@ -82,6 +84,7 @@ struct file_cache_entry {
 	bool lease_on_first_hit; /* guarded by the shard lock: no lease taken yet, the first hit takes it */
 	_Atomic bool lease_broken; /* set by the lease watch before anyone may write the file */
 	struct cached_file file; /* owns one segment reference */
+	char text[];		 /* path, resolved_path, cache_control and file_lines */
 };
 
 struct file_cache {
@@ -115,10 +118,6 @@ static void free_entry(struct file_cache_entry *entry)
 {
 	if (entry->file.segment != NULL)
 		evbuffer_file_segment_free(entry->file.segment);
-	free(entry->file_lines);
-	free(entry->cache_control);
-	free(entry->resolved_path);
-	free(entry->path);
 	free(entry);
 }
 
@@ -275,20 +274,33 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 					  const struct opened_file *file, uint64_t generation,
 					  const char *cache_control)
 {
-	struct file_cache_entry *entry = calloc(1, sizeof(*entry));
-	if (entry == NULL || (entry->path = strdup(path)) == NULL ||
-	    (entry->resolved_path = strdup(file->resolved_path)) == NULL ||
-	    (cache_control != NULL && (entry->cache_control = strdup(cache_control)) == NULL))
-		goto fail;
+	size_t path_size = strlen(path) + 1, resolved_size = strlen(file->resolved_path) + 1;
+	size_t control_size = cache_control != NULL ? strlen(cache_control) + 1 : 0;
+	size_t lines_size = RESPONSE_FILE_LINES_SIZE(cache_control ? strlen(cache_control) : 0);
+	struct file_cache_entry *entry =
+		calloc(1, sizeof(*entry) + path_size + resolved_size + control_size + lines_size);
+	if (entry == NULL) {
+		close(file->fd);
+		return NULL;
+	}
+	entry->path = memcpy(entry->text, path, path_size);
+	entry->resolved_path = memcpy(entry->path + path_size, file->resolved_path, resolved_size);
+	if (cache_control != NULL)
+		entry->cache_control =
+			memcpy(entry->resolved_path + resolved_size, cache_control, control_size);
+	entry->file_lines = entry->resolved_path + resolved_size + control_size;
 	entry->file.segment = evbuffer_file_segment_new(file->fd, 0, (ev_off_t)file->size,
 							    EVBUF_FS_CLOSE_ON_FREE);
-	if (entry->file.segment == NULL)
-		goto fail;
+	if (entry->file.segment == NULL) {
+		close(file->fd);
+		free(entry);
+		return NULL;
+	}
 	entry->node.key = entry->path;
 	entry->node.hash = lru_hash(entry->path);
 	entry->cache = cache;
 	entry->validated_at = entry->used_at = clock_coarse_seconds();
-	entry->fd = file->fd;
+	entry->fd = entry->file.fd = file->fd;
 	entry->device = file->device;
 	entry->inode = file->inode;
 	entry->links = file->links;
@@ -303,24 +315,14 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	entry->file.root_index = file->root_index;
 	etag_format(entry->file.representation.etag, file->mtime, file->size);
 	http_date_format(entry->file.representation.last_modified, file->mtime.tv_sec);
-	size_t lines_size = RESPONSE_FILE_LINES_SIZE(cache_control ? strlen(cache_control) : 0);
-	if ((entry->file_lines = malloc(lines_size)) == NULL ||
-	    response_head_file_lines(entry->file_lines, lines_size, entry->file.representation.last_modified,
-			    entry->file.representation.etag, cache_control) == 0) {
+	if (response_head_file_lines(entry->file_lines, lines_size,
+				     entry->file.representation.last_modified,
+				     entry->file.representation.etag, cache_control) == 0) {
 		free_entry(entry);
 		return NULL;
 	}
 	entry->file.representation.file_lines = entry->file_lines;
 	return entry;
-fail:
-	close(file->fd);
-	if (entry != NULL) {
-		free(entry->cache_control);
-		free(entry->resolved_path);
-		free(entry->path);
-	}
-	free(entry);
-	return NULL;
 }
 
 struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char *path,

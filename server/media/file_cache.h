@@ -63,6 +63,7 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 struct cached_file {
 	struct representation representation;
 	struct evbuffer_file_segment *segment; /* the whole file, by sendfile; the entry's */
+	int fd;				       /* the segment's descriptor (it closes it) */
 	const char *resolved_path;	       /* canonical path, for the offload headers */
 	int root_index;			       /* the media root containing it */
 };

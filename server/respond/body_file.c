@@ -15,15 +15,15 @@
 
 struct file_fill {
 	const struct representation *representation;
-	struct evbuffer_file_segment *segment;
+	const struct file_body *body;
 	const struct file_plan *plan;
 };
 
-static void add_part(struct exchange_body *output, struct evbuffer_file_segment *segment,
+static void add_part(struct exchange_body *output, const struct file_body *body,
 		     const struct byte_range *part)
 {
-	if (exchange_body_add_segment(output, segment, part->first, part->last - part->first + 1) <
-	    0) {
+	if (exchange_body_add_segment(output, body->segment, body->fd, part->first,
+				      part->last - part->first + 1) < 0) {
 		log_error("cannot queue a file segment: aborting");
 		abort();
 	}
@@ -42,7 +42,7 @@ static void fill(struct exchange_body *output, const void *context)
 	const struct file_fill *file = context;
 	const struct file_plan *plan = file->plan;
 	if (plan->count == 1) {
-		add_part(output, file->segment, &plan->parts[0]);
+		add_part(output, file->body, &plan->parts[0]);
 		return;
 	}
 	char text[MULTIPART_HEADER_MAX];
@@ -51,7 +51,7 @@ static void fill(struct exchange_body *output, const void *context)
 			 multipart_part_header(text, sizeof(text), plan->boundary,
 					       file->representation->content_type, &plan->parts[i],
 					       file->representation->size));
-		add_part(output, file->segment, &plan->parts[i]);
+		add_part(output, file->body, &plan->parts[i]);
 	}
 	add_text(output, text, multipart_closing(text, sizeof(text), plan->boundary));
 }
@@ -62,6 +62,6 @@ void body_file_send(struct exchange *exchange, const struct representation *repr
 	struct file_head_text text;
 	struct response_head head =
 		file_plan_head(exchange, representation, body->download_path, plan, &text);
-	struct file_fill file = {representation, body->segment, plan};
+	struct file_fill file = {representation, body, plan};
 	answer_send(exchange, &head, head.content_length, fill, &file);
 }

@@ -281,7 +281,7 @@ static void send_copy(struct exchange *exchange, struct gridfs_stream *stream, i
 		answer_error(exchange, 500);
 		return;
 	}
-	struct file_body copy = {.kind = BODY_FILE, .segment = segment};
+	struct file_body copy = {.kind = BODY_FILE, .segment = segment, .fd = fd};
 	body_file_send(exchange, &stream->file.representation, &copy, &stream->plan);
 	evbuffer_file_segment_free(segment); /* the answer holds its own references */
 }

@@ -38,11 +38,22 @@ static enum file_verdict decide(struct exchange *exchange,
 				const struct representation *representation,
 				struct byte_range *parts, size_t *count)
 {
+	enum { IF_MATCH, IF_NONE_MATCH, IF_MODIFIED_SINCE, IF_UNMODIFIED_SINCE, RANGE, IF_RANGE, ASKED };
+	static const char *const names[ASKED] = {
+		[IF_MATCH] = "If-Match",
+		[IF_NONE_MATCH] = "If-None-Match",
+		[IF_MODIFIED_SINCE] = "If-Modified-Since",
+		[IF_UNMODIFIED_SINCE] = "If-Unmodified-Since",
+		[RANGE] = "Range",
+		[IF_RANGE] = "If-Range",
+	};
+	const char *values[ASKED];
+	exchange_headers(exchange, names, values, ASKED); /* one pass, not six */
 	struct cond_request conditions = {
-		.if_match = exchange_header(exchange, "If-Match"),
-		.if_none_match = exchange_header(exchange, "If-None-Match"),
-		.if_modified_since = exchange_header(exchange, "If-Modified-Since"),
-		.if_unmodified_since = exchange_header(exchange, "If-Unmodified-Since"),
+		.if_match = values[IF_MATCH],
+		.if_none_match = values[IF_NONE_MATCH],
+		.if_modified_since = values[IF_MODIFIED_SINCE],
+		.if_unmodified_since = values[IF_UNMODIFIED_SINCE],
 	};
 	struct cond_validators validators = {.etag = representation->etag,
 					     .last_modified = representation->mtime};
@@ -54,9 +65,8 @@ static enum file_verdict decide(struct exchange *exchange,
 	case COND_PROCEED:
 		break;
 	}
-	const char *range = exchange_header(exchange, "Range");
-	if (range == NULL ||
-	    !cond_if_range_allows(exchange_header(exchange, "If-Range"), &validators))
+	const char *range = values[RANGE];
+	if (range == NULL || !cond_if_range_allows(values[IF_RANGE], &validators))
 		return FILE_WHOLE;
 	switch (range_parse(range, representation->size, exchange_config(exchange)->max_ranges,
 			    parts, count)) {

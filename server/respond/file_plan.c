@@ -48,9 +48,9 @@ struct response_head file_plan_head(struct exchange *exchange,
 		.accept_ranges = 1,
 	};
 	if (!plan->whole && plan->count == 1) {
-		snprintf(text->content_range, sizeof(text->content_range),
-			 "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, plan->parts[0].first,
-			 plan->parts[0].last, representation->size);
+		/* By hand, not snprintf: every range request formats one (vfprintf was in c2's profile). */
+		response_content_range(text->content_range, sizeof(text->content_range),
+				       plan->parts[0].first, plan->parts[0].last, representation->size);
 		head.content_range = text->content_range;
 	} else if (!plan->whole) {
 		multipart_content_type(text->content_type, sizeof(text->content_type),

@@ -32,6 +32,7 @@ struct file_body {
 	enum body_kind kind;
 	const char *download_path; /* the name ?download offers comes from it; NULL: the URL's */
 	struct evbuffer_file_segment *segment;	/* BODY_FILE: borrowed, the whole file */
+	int fd;					/* BODY_FILE: the segment's descriptor */
 	const char *mid;			/* BODY_GRIDFS: the track, for the log */
 	const struct gridfs_entry *gridfs;	/* BODY_GRIDFS */
 	struct gridfs_spool *spool;		/* BODY_GRIDFS: copies to send instead; NULL: none */

@@ -24,6 +24,7 @@ static void answer_by_sendfile(struct exchange *exchange, const struct cached_fi
 		.kind = BODY_FILE,
 		.download_path = file->resolved_path,
 		.segment = file->segment,
+		.fd = file->fd,
 	};
 	file_answer(exchange, &file->representation, &body);
 }

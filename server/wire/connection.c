@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <event2/bufferevent_struct.h>
-#include <sys/uio.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -30,11 +29,14 @@
 
 /*
  * The most one read takes from the socket: a head fits (a player's is a few
- * hundred bytes), and with libevent's chain header the buffer for it is one
- * 4 KiB allocation (evbuffer_chain_new rounds the chain up to a power of
- * two: 16 KiB asked for was a 32 KiB malloc per connection, which during a
- * ramp of thousands of connections left glibc's arenas twice the memory in
- * use). Larger heads and bodies take a few reads.
+ * hundred bytes). It is read onto the stack, then added to the input, whose
+ * chain is then sized to what came (evbuffer_chain_new rounds up to a power
+ * of two, 512 bytes at least): a request of a few hundred bytes costs a
+ * 512-byte chain, which glibc hands out from its per-thread cache, where a
+ * 4 KiB chain reserved for every read took the slower path that first
+ * consolidates freed chunks (malloc_consolidate, seen in the perf profile of
+ * scripts/bench's c2), and a 16 KiB one was a 32 KiB malloc per connection.
+ * Larger heads and bodies take a few reads.
  */
 #define READ_MAX (4096 - 128)
 
@@ -661,22 +663,21 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		read_failed(connection, BEV_EVENT_ERROR);
 		return;
 	}
-	struct evbuffer_iovec space[2];
-	/* bufferevent_socket_new froze the input's end; its reads unfreeze it around each, as here. */
-	evbuffer_unfreeze(input, 0);
-	int pieces = evbuffer_reserve_space(input, (ev_ssize_t)(room < READ_MAX ? room : READ_MAX),
-					    space, 2);
-	ssize_t got = pieces > 0 ? readv(fd, (struct iovec *)space, pieces) : -1;
+	char bytes[READ_MAX];
+	ssize_t got = read(fd, bytes, room < READ_MAX ? room : READ_MAX);
 	int error_number = errno;
+	int added = 0;
 	if (got > 0) {
-		size_t left = (size_t)got;
-		for (int i = 0; i < pieces; i++) {
-			space[i].iov_len = left < space[i].iov_len ? left : space[i].iov_len;
-			left -= space[i].iov_len;
+		/* bufferevent_socket_new froze the input's end; its reads unfreeze it around each. */
+		evbuffer_unfreeze(input, 0);
+		added = evbuffer_add(input, bytes, (size_t)got); /* the scan runs here (on_input_changed) */
+		evbuffer_freeze(input, 0);
+		if (added < 0) {
+			log_error("out of memory reading a request; closing the connection");
+			evhttp_connection_free(connection->evcon);
+			return;
 		}
-		evbuffer_commit_space(input, space, pieces); /* the scan runs here (on_input_changed) */
 	}
-	evbuffer_freeze(input, 0);
 	/* Between requests the scan goes back to the spares (acquire_scan says why); before
 	   evhttp's callback, which may end the connection. */
 	if (request_scan_idle(connection->scan))
@@ -688,8 +689,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		}
 		return;
 	}
-	if (got < 0 && pieces > 0 &&
-	    (error_number == EAGAIN || error_number == EWOULDBLOCK || error_number == EINTR))
+	if (got < 0 && (error_number == EAGAIN || error_number == EWOULDBLOCK || error_number == EINTR))
 		return;
 	errno = error_number;
 	read_failed(connection, got == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -87,6 +88,39 @@ const char *exchange_header(const struct exchange *exchange, const char *name)
 	if (exchange->req == NULL)
 		return NULL;
 	return evhttp_find_header(evhttp_request_get_input_headers(exchange->req), name);
+}
+
+/* The names exchange_headers is asked for at once; more are looked up one by one. */
+#define HEADERS_AT_ONCE_MAX 8
+
+void exchange_headers(const struct exchange *exchange, const char *const *names,
+		      const char **values, size_t count)
+{
+	size_t lengths[HEADERS_AT_ONCE_MAX], missing = count;
+	for (size_t i = 0; i < count; i++) {
+		values[i] = NULL;
+		if (i >= HEADERS_AT_ONCE_MAX)
+			values[i] = exchange_header(exchange, names[i]);
+		else
+			lengths[i] = strlen(names[i]);
+	}
+	if (exchange->req == NULL || count == 0)
+		return;
+	if (missing > HEADERS_AT_ONCE_MAX)
+		missing = HEADERS_AT_ONCE_MAX;
+	/* Lengths first: most fields are none of the names, and that settles it without a compare. */
+	struct evkeyvalq *headers = evhttp_request_get_input_headers(exchange->req);
+	for (struct evkeyval *header = headers->tqh_first; header != NULL && missing > 0;
+	     header = header->next.tqe_next) {
+		size_t length = strlen(header->key);
+		for (size_t i = 0; i < count && i < HEADERS_AT_ONCE_MAX; i++) {
+			if (values[i] == NULL && lengths[i] == length &&
+			    evutil_ascii_strcasecmp(header->key, names[i]) == 0) {
+				values[i] = header->value;
+				missing--;
+			}
+		}
+	}
 }
 
 const struct settings *exchange_snapshot(const struct exchange *exchange)
@@ -294,7 +328,8 @@ static void on_complete(struct evhttp_request *req, void *arg)
 	count_request(exchange, exchange->status, exchange->body_length);
 	log_access(exchange, evcon, exchange->status, exchange->body_length);
 	end_client_limits(exchange);
-	bufferevent_set_timeouts(bev, &server->keepalive_timeout, &server->keepalive_timeout);
+	if (exchange->send_timeouts)
+		bufferevent_set_timeouts(bev, &server->keepalive_timeout, &server->keepalive_timeout);
 	/*
 	 * A client that sent its FIN (connection.c's reader saw it while evhttp did
 	 * not read) has no request left once its input is empty: this answer ends it.
@@ -548,16 +583,18 @@ static enum response_connection connection_header(const struct exchange *exchang
 }
 
 /*
- * Formats the head and queues it on the output; the bufferevent, or NULL
- * when the head cannot be sent (logged, and the connection closed).
+ * Formats the head into text (RESPONSE_HEAD_MAX bytes), its length in
+ * *length, and queues it on the output unless keep is set (then the caller
+ * sends or queues it); the bufferevent, or NULL when the head cannot be sent
+ * (logged, and the connection closed).
  */
-static struct bufferevent *queue_head(struct exchange *exchange, struct response_head *head)
+static struct bufferevent *make_head(struct exchange *exchange, struct response_head *head,
+				     char *text, size_t *length, int keep)
 {
 	struct exchange_server *server = exchange->server;
 	struct evhttp_request *req = exchange->req;
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
-	char text[RESPONSE_HEAD_MAX];
 
 	wait_stop(exchange);
 	head->http_minor = req->minor;
@@ -567,8 +604,9 @@ static struct bufferevent *queue_head(struct exchange *exchange, struct response
 	exchange->closes = head->connection == RESPONSE_CONNECTION_CLOSE ||
 			   ((req->major < 1 || (req->major == 1 && req->minor < 1)) &&
 			    head->connection != RESPONSE_CONNECTION_KEEP_ALIVE);
-	size_t length = response_head_format(text, sizeof(text), head);
-	if (length == 0 || evbuffer_add(bufferevent_get_output(bev), text, length) < 0) {
+	*length = response_head_format(text, RESPONSE_HEAD_MAX, head);
+	if (*length == 0 ||
+	    (!keep && evbuffer_add(bufferevent_get_output(bev), text, *length) < 0)) {
 		log_error("cannot format or queue a %d response head; closing the connection",
 			  head->status);
 		evhttp_connection_free(evcon);
@@ -578,6 +616,88 @@ static struct bufferevent *queue_head(struct exchange *exchange, struct response
 	/* Before the flush, which may end the request (and count it): a scrape sees this first. */
 	metrics_observe_first_byte(server->settings->metrics, clock_seconds_since(&exchange->started));
 	return bev;
+}
+
+/* While a body goes out: no read timeout, the send timeout on writes (on_complete undoes it). */
+static void send_timeouts(struct exchange *exchange, struct bufferevent *bev)
+{
+	bufferevent_set_timeouts(bev, NULL, &exchange->server->send_timeout);
+	exchange->send_timeouts = 1;
+}
+
+/* Formats the head and queues it on the output (make_head). */
+static struct bufferevent *queue_head(struct exchange *exchange, struct response_head *head)
+{
+	char text[RESPONSE_HEAD_MAX];
+	size_t length;
+	return make_head(exchange, head, text, &length, 0);
+}
+
+int exchange_body_queue_kept(struct exchange_body *body)
+{
+	if (body->head == NULL)
+		return 0;
+	const char *head = body->head;
+	body->head = NULL;
+	if (evbuffer_add(body->output, head, body->head_length) < 0)
+		return -1;
+	struct evbuffer_file_segment *segment = body->kept_segment;
+	body->kept_segment = NULL;
+	if (segment != NULL &&
+	    evbuffer_add_file_segment(body->output, segment, (ev_off_t)body->kept_offset,
+				      (ev_off_t)body->kept_length) < 0)
+		return -1;
+	return 0;
+}
+
+int exchange_body_keep_part(struct exchange_body *body, struct evbuffer_file_segment *segment,
+			    int fd, uint64_t offset, uint64_t length)
+{
+	if (body->head != NULL && body->kept_segment == NULL && fd >= 0 && length > 0 &&
+	    length <= HOLD_FOR_FILE_MAX) {
+		body->kept_segment = segment;
+		body->kept_fd = fd;
+		body->kept_offset = offset;
+		body->kept_length = length;
+		return 1;
+	}
+	return exchange_body_queue_kept(body) < 0 ? -1 : 0;
+}
+
+/*
+ * A head and one small file part, the whole response, sent straight from
+ * the head's text and the file: the head by sendmsg with MSG_MORE (as
+ * send_held_for_file), then the part by sendfile, as evbuffer_write would
+ * send a file segment. What the socket took never touches the output, so a
+ * cached start costs no evbuffer chain (two mallocs and frees, counted on
+ * warm starts) and none of the evbuffer work around it; what it did
+ * not take (a full socket, an error) is queued as it would have been, head
+ * first, for flush_to_socket. 0, or -1 if out of memory queueing the rest.
+ */
+static int send_direct(struct exchange_body *body, evutil_socket_t fd)
+{
+	struct iovec vector = {.iov_base = (void *)body->head, .iov_len = body->head_length};
+	struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1};
+	ssize_t sent = sendmsg(fd, &message, MSG_MORE | MSG_NOSIGNAL);
+	size_t head_sent = sent > 0 ? (size_t)sent : 0;
+	if (head_sent == body->head_length) {
+		off_t offset = (off_t)body->kept_offset;
+		ssize_t file_sent = sendfile(fd, body->kept_fd, &offset, (size_t)body->kept_length);
+		if (file_sent > 0) {
+			body->kept_offset += (uint64_t)file_sent;
+			body->kept_length -= (uint64_t)file_sent;
+		}
+	}
+	body->head += head_sent;
+	body->head_length -= head_sent;
+	if (body->kept_length == 0)
+		body->kept_segment = NULL;
+	if (body->head_length == 0 && body->kept_segment == NULL) {
+		body->head = NULL;
+		return 0;
+	}
+	/* A failure is left to the writes that follow, which see it too. */
+	return exchange_body_queue_kept(body);
 }
 
 /*
@@ -621,25 +741,56 @@ void exchange_send(struct exchange *exchange, struct response_head *head, uint64
 		send_paced(exchange, head, body_length, fill, context);
 		return;
 	}
-	struct bufferevent *bev = queue_head(exchange, head);
+	char text[RESPONSE_HEAD_MAX];
+	size_t length;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(exchange->req);
+	struct evbuffer *output = bufferevent_get_output(evhttp_connection_get_bufferevent(evcon));
+	/* With a body and nothing queued, the head waits for it: both may go out directly. */
+	int keep = with_body && evbuffer_get_length(output) == 0;
+	struct bufferevent *bev = make_head(exchange, head, text, &length, keep);
 	if (bev == NULL)
 		return;
 	exchange->body_length = exchange->body_appended = with_body ? body_length : 0;
 	size_t text_before_file = 0;
 	if (with_body) {
-		/* Only the no-progress send timeout while a body goes out (libevent #715). */
-		bufferevent_set_timeouts(bev, NULL, &exchange->server->send_timeout);
-		struct evbuffer *output = bufferevent_get_output(bev);
-		size_t head_length = evbuffer_get_length(output);
-		struct exchange_body body = {.output = output};
+		size_t head_length = keep ? length : evbuffer_get_length(output);
+		struct exchange_body body = {.output = output, .head = keep ? text : NULL,
+					     .head_length = length};
 		fill(&body, context);
-		/* A small file part takes the head and the text before it along (flush_to_socket). */
-		if (body.file_bytes > 0 && body.file_bytes <= HOLD_FOR_FILE_MAX)
+		int direct = body.kept_segment != NULL && body.head != NULL;
+		if ((direct ? send_direct(&body, bufferevent_getfd(bev))
+			    : exchange_body_queue_kept(&body)) < 0) {
+			log_error("cannot queue a %d response; closing the connection", head->status);
+			evhttp_connection_free(evcon);
+			return;
+		}
+		/*
+		 * A small file part takes the head and the text before it along
+		 * (flush_to_socket); after send_direct, what is left goes as usual.
+		 */
+		if (!direct && body.file_bytes > 0 && body.file_bytes <= HOLD_FOR_FILE_MAX)
 			text_before_file = head_length + body.text_before_file;
+		/*
+		 * Only the no-progress send timeout while a body goes out (libevent
+		 * #715); a body sent directly, all of it, keeps the keep-alive ones
+		 * (four event_del calls a request fewer).
+		 */
+		if (evbuffer_get_length(output) > 0)
+			send_timeouts(exchange, bev);
 	}
 	bufferevent_data_cb write_done;
 	bufferevent_getcb(bev, NULL, &write_done, NULL, NULL);
 	write_only(exchange, bev, write_done);
+	if (evbuffer_get_length(output) == 0) {
+		/*
+		 * Sent directly, all of it: evhttp_send_reply_end, finding the output
+		 * empty, calls evhttp_send_done itself (the request is complete and
+		 * freed on return). Not flush_to_socket: its write callback would run
+		 * evcon->cb again, which evhttp_send_done does not reset.
+		 */
+		evhttp_send_reply_end(exchange->req);
+		return;
+	}
 	/* With output queued, evhttp_send_reply_end leaves evhttp_send_done to the write callback. */
 	evhttp_send_reply_end(exchange->req);
 	flush_to_socket(bev, text_before_file);
@@ -703,7 +854,7 @@ int exchange_stream_start(struct exchange *exchange, struct response_head *head,
 	exchange->streaming = 1;
 	if (exchange->pace_rate > 0 && pacing_start(exchange) < 0)
 		log_warn("out of memory pacing a response: it goes at full speed");
-	bufferevent_set_timeouts(bev, NULL, &exchange->server->send_timeout);
+	send_timeouts(exchange, bev);
 	/*
 	 * No write callback until the last byte is queued: evhttp_write_cb calls
 	 * evcon->cb whenever the output empties, and on a kept-alive connection

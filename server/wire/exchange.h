@@ -112,6 +112,13 @@ const char *exchange_target(const struct exchange *exchange);
 /* The first value of a request header, or NULL. */
 const char *exchange_header(const struct exchange *exchange, const char *name);
 
+/*
+ * The first value of each of count headers, in one pass over the request's
+ * fields (values[i] is what exchange_header(names[i]) answers).
+ */
+void exchange_headers(const struct exchange *exchange, const char *const *names,
+		      const char **values, size_t count);
+
 /* The settings snapshot this request was started with (a reload never changes it midway). */
 const struct settings *exchange_snapshot(const struct exchange *exchange);
 
@@ -185,12 +192,12 @@ struct exchange_body;
 int exchange_body_add(struct exchange_body *body, const void *data, size_t length);
 
 /*
- * Adds length bytes of segment from offset, sent by sendfile; 0, or -1 (out
- * of memory, or a range past its end), which drops the caller's reference to
- * segment as evbuffer_add_file_segment does.
+ * Adds length bytes of segment (whose descriptor is fd) from offset, sent by
+ * sendfile; 0, or -1 (out of memory, or a range past its end), which drops
+ * the caller's reference to segment as evbuffer_add_file_segment does.
  */
 int exchange_body_add_segment(struct exchange_body *body, struct evbuffer_file_segment *segment,
-			      uint64_t offset, uint64_t length);
+			      int fd, uint64_t offset, uint64_t length);
 
 /* Fills a response body (text and file segments) through the two functions above. */
 typedef void (*exchange_fill_cb)(struct exchange_body *body, const void *context);

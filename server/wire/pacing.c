@@ -155,6 +155,8 @@ int exchange_body_add(struct exchange_body *body, const void *data, size_t lengt
 {
 	struct pacing *pacing = body->pacing;
 	if (pacing == NULL) {
+		if (exchange_body_queue_kept(body) < 0)
+			return -1;
 		if (body->file_bytes == 0)
 			body->text_before_file += length;
 		return evbuffer_add(body->output, data, length);
@@ -167,11 +169,18 @@ int exchange_body_add(struct exchange_body *body, const void *data, size_t lengt
 }
 
 int exchange_body_add_segment(struct exchange_body *body, struct evbuffer_file_segment *segment,
-			      uint64_t offset, uint64_t length)
+			      int fd, uint64_t offset, uint64_t length)
 {
 	struct pacing *pacing = body->pacing;
 	if (pacing == NULL) {
+		int kept = exchange_body_keep_part(body, segment, fd, offset, length);
+		if (kept < 0) {
+			evbuffer_file_segment_free(segment); /* as a failed add would */
+			return -1;
+		}
 		body->file_bytes += length;
+		if (kept)
+			return 0;
 		return evbuffer_add_file_segment(body->output, segment, (ev_off_t)offset,
 						 (ev_off_t)length);
 	}

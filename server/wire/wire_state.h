@@ -116,6 +116,7 @@ struct exchange {
 	int refs;
 	int close_after;
 	int closes;	      /* the connection ends after the response (as evhttp_send_done decides) */
+	int send_timeouts;    /* the bufferevent has the send timeouts: on_complete restores them */
 	char *origin_target; /* an absolute-form target's path and query; NULL: none */
 
 	/* While waiting for work finishing elsewhere (exchange_wait). */
@@ -150,6 +151,16 @@ struct exchange_body {
 	/* Not paced: the text added before the first file segment, and the file bytes added. */
 	size_t text_before_file;
 	uint64_t file_bytes;
+	/*
+	 * Not paced, the output empty: the head, kept off the output until the
+	 * body is known, and a small file part kept with it, to go out directly
+	 * (exchange.c, send_direct). head is NULL once both are on the output.
+	 */
+	const char *head;
+	size_t head_length;
+	struct evbuffer_file_segment *kept_segment; /* NULL: no part kept */
+	int kept_fd;
+	uint64_t kept_offset, kept_length;
 };
 
 /* --- server.c --- */
@@ -208,6 +219,17 @@ void exchange_release(struct exchange *exchange);
 
 /* A streaming response's output got length more body bytes (pacing.c): written, or complete. */
 void exchange_stream_added(struct exchange *exchange, size_t length);
+
+/*
+ * A file part a fill adds while body->head is kept off the output: 1 when
+ * kept to go out directly with the head; else 0, with the head (and a part
+ * kept before) now on the output, or -1 if out of memory.
+ */
+int exchange_body_keep_part(struct exchange_body *body, struct evbuffer_file_segment *segment,
+			    int fd, uint64_t offset, uint64_t length);
+
+/* Puts a kept head, and the part kept with it, on the output; 0, or -1 if out of memory. */
+int exchange_body_queue_kept(struct exchange_body *body);
 
 /* --- pacing.c (pacing.h says how) --- */
 

@@ -257,6 +257,27 @@ static void test_file_lines_need_room_for_their_terminator(void **state)
 	assert_int_equal(response_head_file_lines(out, full + 1, DATE, "\"a-b\"", NULL), full);
 }
 
+static void test_content_range_is_written_in_full(void **state)
+{
+	(void)state;
+	char out[80];
+	assert_int_equal(response_content_range(out, sizeof(out), 0, 1, 20000), strlen("bytes 0-1/20000"));
+	assert_string_equal(out, "bytes 0-1/20000");
+	assert_int_not_equal(response_content_range(out, sizeof(out), UINT64_MAX - 1, UINT64_MAX - 1,
+						    UINT64_MAX), 0);
+	assert_string_equal(out, "bytes 18446744073709551614-18446744073709551614/"
+				 "18446744073709551615");
+}
+
+static void test_content_range_that_does_not_fit_is_refused(void **state)
+{
+	(void)state;
+	char out[16];
+	/* "bytes 0-1/20000" is 15 bytes: it fits with its NUL, and not in one byte less. */
+	assert_int_equal(response_content_range(out, 16, 0, 1, 20000), 15);
+	assert_int_equal(response_content_range(out, 15, 0, 1, 20000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +297,8 @@ int main(void)
 		cmocka_unit_test(test_file_lines_exact_bytes_with_and_without_cache_control),
 		cmocka_unit_test(test_file_lines_need_room_for_their_terminator),
 		cmocka_unit_test(test_file_lines_refuse_an_unsafe_cache_control),
+		cmocka_unit_test(test_content_range_is_written_in_full),
+		cmocka_unit_test(test_content_range_that_does_not_fit_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
