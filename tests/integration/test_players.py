@@ -4,6 +4,7 @@ curl resumes cut downloads with `-C -`; and the desktop players mpv, VLC and GSt
 and reach the end, directly and through the shipped Varnish -> nginx -> musicd stack (below).
 Every tool runs with a timeout; a killed download's curl and every player are always reaped."""
 
+import itertools
 import os
 import pathlib
 import queue
@@ -167,6 +168,7 @@ def test_curl_resume_of_a_complete_file_is_a_no_op(server, big, tmp_path):
 # its test seeks close to the end. Every player runs under a timeout and is always reaped.
 
 SEEK_FRACTION = 0.9
+PLAYED_BEFORE_SEEK_MAX = 1.0  # seconds gst-play may print before its -s seek lands
 POSITION_TOLERANCE = 1.5      # seconds between the asked and the reported position
 DURATION_TOLERANCE = 0.5
 GST_DURATION_TOLERANCE = 1.5  # gst-play-1.0 says 7:59.0 for ffprobe's 480.0 s of Vorbis
@@ -425,7 +427,15 @@ def check_gst_play(base, track):
     start = round(SEEK_FRACTION * duration)
     positions = play_with_gst_play(base.url + track.url_path, start)
     assert positions, "gst-play-1.0 printed no position"
-    assert all(position >= start - POSITION_TOLERANCE for position, _ in positions), positions
+    # Its status timer may print a position or two of the track's start before the seek has
+    # landed (seen once in a loaded run: 0.2 s, then 432.9 s on): such a lead-in is allowed if
+    # it stays within the first second; from the seek on, every position is at or past it.
+    before_seek = list(itertools.takewhile(
+        lambda pair: pair[0] < start - POSITION_TOLERANCE, positions))
+    assert all(position <= PLAYED_BEFORE_SEEK_MAX for position, _ in before_seek), positions
+    after_seek = positions[len(before_seek):]
+    assert after_seek, positions
+    assert all(position >= start - POSITION_TOLERANCE for position, _ in after_seek), positions
     last, reported = positions[-1]
     assert abs(reported - duration) <= GST_DURATION_TOLERANCE, (reported, duration)
     assert abs(last - duration) <= POSITION_TOLERANCE, (last, duration)   # reached the end
