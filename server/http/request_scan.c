@@ -653,7 +653,9 @@ static size_t plain_run(struct request_scan *scan, const char *in, size_t length
 		size_t kept = scan->target_length < SCAN_TARGET_KEEP
 				      ? SCAN_TARGET_KEEP - scan->target_length
 				      : 0;
-		memcpy(scan->target + scan->target_length, bytes, run < kept ? run : kept);
+		/* Past the kept part the target is only counted: no pointer beyond the array. */
+		if (kept > 0)
+			memcpy(scan->target + scan->target_length, bytes, run < kept ? run : kept);
 		scan->target_length += run;
 		break;
 	}
