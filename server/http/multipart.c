@@ -5,8 +5,9 @@
  */
 #include "http/multipart.h"
 
-#include <inttypes.h>
 #include <stdio.h>
+
+#include "http/response_head.h"
 
 static size_t fitted(int written, size_t out_size)
 {
@@ -17,10 +18,12 @@ size_t multipart_part_header(char *out, size_t out_size, const char *boundary,
 			     const char *content_type, const struct byte_range *part,
 			     uint64_t file_size)
 {
+	char range[sizeof("bytes -/") + 3 * 20]; /* three uint64_t in decimal */
+	if (response_content_range(range, sizeof(range), part->first, part->last, file_size) == 0)
+		return 0;
 	int written = snprintf(out, out_size,
-			       "\r\n--%s\r\nContent-Type: %s\r\nContent-Range: bytes %" PRIu64
-			       "-%" PRIu64 "/%" PRIu64 "\r\n\r\n",
-			       boundary, content_type, part->first, part->last, file_size);
+			       "\r\n--%s\r\nContent-Type: %s\r\nContent-Range: %s\r\n\r\n",
+			       boundary, content_type, range);
 	return fitted(written, out_size);
 }
 
