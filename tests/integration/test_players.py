@@ -169,6 +169,9 @@ def test_curl_resume_of_a_complete_file_is_a_no_op(server, big, tmp_path):
 
 SEEK_FRACTION = 0.9
 PLAYED_BEFORE_SEEK_MAX = 1.0  # seconds gst-play may print before its -s seek lands
+# gst-play's -s seek is not accurate: it lands on an Ogg page before the asked time (1.8 s
+# before it, once, through Varnish)
+GST_SEEK_TOLERANCE = 3.0
 POSITION_TOLERANCE = 1.5      # seconds between the asked and the reported position
 DURATION_TOLERANCE = 0.5
 GST_DURATION_TOLERANCE = 1.5  # gst-play-1.0 says 7:59.0 for ffprobe's 480.0 s of Vorbis
@@ -431,11 +434,11 @@ def check_gst_play(base, track):
     # landed (seen once in a loaded run: 0.2 s, then 432.9 s on): such a lead-in is allowed if
     # it stays within the first second; from the seek on, every position is at or past it.
     before_seek = list(itertools.takewhile(
-        lambda pair: pair[0] < start - POSITION_TOLERANCE, positions))
+        lambda pair: pair[0] < start - GST_SEEK_TOLERANCE, positions))
     assert all(position <= PLAYED_BEFORE_SEEK_MAX for position, _ in before_seek), positions
     after_seek = positions[len(before_seek):]
     assert after_seek, positions
-    assert all(position >= start - POSITION_TOLERANCE for position, _ in after_seek), positions
+    assert all(position >= start - GST_SEEK_TOLERANCE for position, _ in after_seek), positions
     last, reported = positions[-1]
     assert abs(reported - duration) <= GST_DURATION_TOLERANCE, (reported, duration)
     assert abs(last - duration) <= POSITION_TOLERANCE, (last, duration)   # reached the end
