@@ -137,10 +137,12 @@ def test_ready_is_sent_after_dropping_to_user(musicd, notify):
 
 
 def test_no_ready_when_start_up_fails(musicd, notify, library):
-    port = free_port()
+    # Port 0: a port from free_port() may hold a TIME_WAIT, which a bind without SO_REUSEADDR
+    # refuses (musicd's own bind sets it, so free_port() counts such a port as free).
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", port))
+        taken.bind(("127.0.0.1", 0))
         taken.listen()
+        port = taken.getsockname()[1]
         server = start_notifying(musicd, notify, extra_args=["--listen", f"127.0.0.1:{port}"])
         server.expect_status = 2
         assert server.wait(TIMEOUT) == 2
