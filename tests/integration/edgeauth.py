@@ -10,6 +10,7 @@
 And the key files musicd and the shipped VCL read (musicd's format: hex keys, one a line).
 """
 
+import fcntl
 import hashlib
 import hmac
 import json
@@ -81,13 +82,27 @@ class NpmEdgeAuth:
         assert node, "node is needed for the npm package (scripts/install-deps installs nodejs)"
         self.node = node
 
-    def install(self):
+    def installed(self):
         package_json = self.module / "package.json"
-        if package_json.exists() and json.loads(package_json.read_text())["version"] == NPM_VERSION:
+        return package_json.exists() and \
+            json.loads(package_json.read_text())["version"] == NPM_VERSION
+
+    def install(self):
+        if self.installed():
             return self
         npm = shutil.which("npm")
         assert npm, "npm is needed to install akamai-edgeauth (scripts/install-deps installs it)"
         self.prefix.mkdir(parents=True, exist_ok=True)
+        # make test runs two pytest sessions at once, each with several workers: one npm at a
+        # time writes the prefix (two at once left neither's package.json, both exiting 0).
+        with open(self.prefix / ".install.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not self.installed():
+                self._npm_install(npm)
+        return self
+
+    def _npm_install(self, npm):
+        package_json = self.module / "package.json"
         p = subprocess.run([npm, "install", "--prefix", str(self.prefix), "--no-save",
                             "--no-audit", "--no-fund", "--loglevel=error",
                             f"{NPM_PACKAGE}@{NPM_VERSION}"],
@@ -95,7 +110,6 @@ class NpmEdgeAuth:
                            stdin=subprocess.DEVNULL)
         assert p.returncode == 0 and package_json.exists(), \
             f"npm install {NPM_PACKAGE}@{NPM_VERSION} failed ({p.returncode}):\n{p.stderr}"
-        return self
 
     def tokens(self, requests):
         """Each request (a dict: key, acl, expires, and optionally start, session_id, payload,
