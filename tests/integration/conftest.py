@@ -136,9 +136,12 @@ def pytest_collection_modifyitems(config, items):
             grouped.append(item)
     if hasattr(config, "workerinput") and grouped:
         # Under xdist the group is one unit of work that one worker runs from start to end, the
-        # longest there is: handed out first, it runs beside the rest instead of after it.
-        # (Every worker sorts alike, as xdist requires.)
+        # longest there is: handed out first, it runs beside the rest instead of after it. Its
+        # `alone` tests go first: an `alone` test waits for every test of both sessions in flight
+        # to end, and at the start few are (later, a 26 s pacing test could hold all 8 workers
+        # idle meanwhile). (Every worker sorts alike, as xdist requires: a stable sort.)
         ids = {id(item) for item in grouped}
+        grouped.sort(key=lambda item: item.get_closest_marker("alone") is None)
         items[:] = grouped + [i for i in items if id(i) not in ids]
 
 
