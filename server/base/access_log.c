@@ -123,11 +123,18 @@ size_t access_log_format(char *out, size_t out_size, const struct access_entry *
 	used = append(out, size, used, "%s - - [%02d/%s/%04d:%02d:%02d:%02d +0000] \"",
 		      entry->client ? entry->client : "-", utc.tm_mday, month_names[utc.tm_mon],
 		      utc.tm_year + 1900, utc.tm_hour, utc.tm_min, utc.tm_sec);
-	used = append_escaped(out, size, used, entry->method);
-	used = append(out, size, used, " ");
-	used = append_escaped(out, size, used, entry->target);
-	used = append(out, size, used, " HTTP/%d.%d\" %d %llu \"", entry->http_major,
-		      entry->http_minor, entry->status, (unsigned long long)entry->body_bytes);
+	if (entry->method != NULL) {
+		used = append_escaped(out, size, used, entry->method);
+		used = append(out, size, used, " ");
+		used = append_escaped(out, size, used, entry->target);
+		if (entry->http_major >= 0) /* else the line ended before its version */
+			used = append(out, size, used, " HTTP/%d.%d", entry->http_major,
+				      entry->http_minor);
+	} else {
+		used = append(out, size, used, "-"); /* no request line to show */
+	}
+	used = append(out, size, used, "\" %d %llu \"", entry->status,
+		      (unsigned long long)entry->body_bytes);
 	used = append_escaped(out, size, used, entry->referer);
 	used = append(out, size, used, "\" \"");
 	used = append_escaped(out, size, used, entry->user_agent);

@@ -16,9 +16,9 @@
 struct access_entry {
 	const char *client;	/* peer address */
 	time_t time;		/* when the request arrived */
-	const char *method;
+	const char *method;	/* NULL: no request line was read (logged as "-") */
 	const char *target;
-	int http_major, http_minor;
+	int http_major, http_minor; /* http_major < 0: no version read (none logged) */
 	int status;
 	uint64_t body_bytes;	/* body bytes actually sent */
 	const char *referer;	/* NULL when absent */

@@ -191,7 +191,7 @@ static void answer_on_socket(struct connection *connection, int status)
 	struct exchange_server *server = connection->server;
 	/* On the worker's thread: the slot's snapshot stays until its next request. */
 	const struct settings *settings = settings_slot_current(server->settings->snapshots);
-	/* No scan: not a byte of this request read yet (a fresh scan's facts, all zero). */
+	/* No scan: not a byte of this request read yet (no method, no target, no version). */
 	static const struct request_scan nothing_read;
 	const struct request_scan *scan = connection->scan != NULL ? connection->scan : &nothing_read;
 	char body[64];
@@ -230,10 +230,11 @@ static void answer_on_socket(struct connection *connection, int status)
 		struct access_entry entry = {
 			.client = peer_address(connection),
 			.time = time(NULL),
-			.method = method,
+			/* Nothing of a request line read (a 408 on a silent connection): "-". */
+			.method = scan->method_length > 0 ? method : NULL,
 			.target = target,
-			.http_major = scan->http_major >= 0 ? scan->http_major : 1,
-			.http_minor = scan->http_minor >= 0 ? scan->http_minor : 1,
+			.http_major = scan->http_major, /* -1 until read: none logged */
+			.http_minor = scan->http_minor,
 			.status = status,
 			.body_bytes = sent,
 			.seconds = clock_seconds_since(&connection->head_started),

@@ -9,6 +9,7 @@ import pwd
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -274,3 +275,22 @@ def test_shipped_logrotate_file_with_no_musicd_running_rotates_and_signals_nothi
     result = logrotate(tmp_path, logrotate_config_for(tmp_path, logs, tmp_path / "none.pid"))
     assert result.returncode == 0 and result.stderr == "", result
     assert lines_of(logs / "error.log.1") == ["a line"] and not (logs / "error.log").exists()
+
+
+@pytest.mark.timing
+def test_a_408_logs_the_request_line_it_had_and_dash_for_none(musicd, tmp_path):
+    # (fails before the fix: a connection that sent nothing was logged as "- - HTTP/0.0", and a
+    # line cut before its version with HTTP/1.1: versions no client sent.)
+    server, access_log, _ = start_with_logs(musicd, tmp_path, ["--header-timeout", "1"])
+    for sent in (b"", b"GET /musicdb/partial"):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as s:
+            s.sendall(sent)
+            answer = b""
+            while chunk := s.recv(4096):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+    lines = wait_until(lambda: [parse_access_line(line) for line in lines_of(access_log)
+                                if '" 408 ' in line] if len(lines_of(access_log)) >= 2 else [],
+                       scaled(5), message="two 408 lines in the access log")
+    assert [(f["request"], f["status"]) for f in lines] == [
+        ("-", "408"), ("GET /musicdb/partial", "408")], lines

@@ -137,6 +137,29 @@ static void test_method_version_status_and_bytes_are_logged(void **state)
 			    " HTTP/1.0\" 206 5000000000 \"-\" \"-\" 0.123\n");
 }
 
+static void test_no_request_line_is_a_dash(void **state)
+{
+	(void)state;
+	struct access_entry entry = example_entry();
+	entry.method = NULL; /* a 408 on a connection that sent nothing */
+	entry.target = "-";
+	entry.http_major = entry.http_minor = 0;
+	entry.status = 408;
+	entry.body_bytes = 0;
+	assert_line(&entry,
+		    "192.0.2.1 - - [06/Nov/1994:08:49:37 +0000] \"-\" 408 0 \"-\" \"-\" 0.123\n");
+}
+
+static void test_a_line_cut_before_its_version_is_logged_without_one(void **state)
+{
+	(void)state;
+	struct access_entry entry = example_entry();
+	entry.http_major = -1;
+	entry.status = 408;
+	entry.body_bytes = 0;
+	assert_line(&entry, EXAMPLE_PREFIX TRACK_TARGET "\" 408 0 \"-\" \"-\" 0.123\n");
+}
+
 static void test_response_time_has_three_decimals(void **state)
 {
 	(void)state;
@@ -310,6 +333,8 @@ int main(void)
 		cmocka_unit_test(test_absent_referer_and_user_agent_are_dashes),
 		cmocka_unit_test(test_time_is_utc_with_two_digit_day),
 		cmocka_unit_test(test_method_version_status_and_bytes_are_logged),
+		cmocka_unit_test(test_no_request_line_is_a_dash),
+		cmocka_unit_test(test_a_line_cut_before_its_version_is_logged_without_one),
 		cmocka_unit_test(test_response_time_has_three_decimals),
 		cmocka_unit_test(test_double_quote_is_escaped),
 		cmocka_unit_test(test_backslash_is_escaped),
