@@ -53,3 +53,8 @@ int64_t clock_coarse_seconds(void)
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
 	return (int64_t)now.tv_sec;
 }
+
+void clock_condattr_monotonic(pthread_condattr_t *attributes)
+{
+	pthread_condattr_setclock(attributes, CLOCK_MONOTONIC);
+}

@@ -7,6 +7,7 @@
 #ifndef MUSICD_CLOCK_H
 #define MUSICD_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -33,5 +34,8 @@ unsigned long long clock_now_us(void);
  * without a system call): what the caches' expiry compares.
  */
 int64_t clock_coarse_seconds(void);
+
+/* Makes a condition's timed waits measure clock_deadline_after's deadlines (CLOCK_MONOTONIC). */
+void clock_condattr_monotonic(pthread_condattr_t *attributes);
 
 #endif

@@ -203,6 +203,68 @@ static void label_value(struct text *text, const char *value)
 	}
 }
 
+/* The label value of disk lane index of lanes: root0 ... for the media roots, then spool, other. */
+static void lane_sample(struct text *text, const char *name, unsigned index, unsigned lanes,
+			uint64_t value)
+{
+	if (index + 2 == lanes)
+		put(text, "%s{lane=\"spool\"} %llu\n", name, (unsigned long long)value);
+	else if (index + 1 == lanes)
+		put(text, "%s{lane=\"other\"} %llu\n", name, (unsigned long long)value);
+	else
+		put(text, "%s{lane=\"root%u\"} %llu\n", name, index, (unsigned long long)value);
+}
+
+static void disk(struct text *text, const struct metrics_disk_snapshot *disk)
+{
+	gauge(text, "musicd_disk_threads", "Threads of the disk pool (--disk-threads).",
+	      disk->threads);
+	gauge(text, "musicd_disk_threads_per_root",
+	      "The most disk threads one lane may occupy at once (--disk-threads-per-root).",
+	      disk->threads_per_root);
+	gauge(text, "musicd_disk_queue_limit",
+	      "Track starts one lane queues for a disk thread before they wait for room "
+	      "(--disk-queue).",
+	      disk->queue_limit);
+	static const char *const names[] = {"musicd_disk_queued", "musicd_disk_waiting",
+					    "musicd_disk_in_flight"};
+	static const char *const helps[] = {
+		"Disk work waiting for a thread, by lane (rootN: the Nth --media-root; spool: the "
+		"GridFS copies; other: paths under no root as written).",
+		"Track starts waiting for room in their lane's full queue, by lane.",
+		"Disk work a thread is doing (reads, opens, stats, closes), by lane.",
+	};
+	for (unsigned figure = 0; figure < 3; figure++) {
+		family(text, names[figure], "gauge", helps[figure]);
+		for (unsigned i = 0; i < disk->lanes && i < METRICS_DISK_LANES_MAX; i++) {
+			const struct metrics_disk_lane *lane = &disk->lane[i];
+			uint64_t value = figure == 0   ? lane->queued
+					 : figure == 1 ? lane->waiting
+						       : lane->running;
+			lane_sample(text, names[figure], i, disk->lanes, value);
+		}
+	}
+	histogram(text, "musicd_disk_wait_seconds",
+		  "Time disk work waited for a thread (from its submit to a thread taking it).",
+		  &disk->wait);
+	counter(text, "musicd_disk_tasks_total", "Disk work done (opens, stats, reads, closes).",
+		disk->finished);
+	counter(text, "musicd_disk_read_ahead_bytes_total",
+		"Track bytes the disk pool brought into the page cache ahead of their send.",
+		disk->read_ahead_bytes);
+	counter(text, "musicd_disk_evicted_sends_total",
+		"Windows read ahead, then found evicted from the page cache when their turn to be "
+		"sent came (read again).",
+		disk->evicted_sends);
+	counter(text, "musicd_disk_refused_total",
+		"Track starts answered 503: no room in their lane's disk queue within "
+		"--disk-queue-timeout.",
+		disk->refused);
+	counter(text, "musicd_disk_read_errors_total",
+		"Read-aheads that failed (an I/O error): the answer was 500, or its connection cut.",
+		disk->read_errors);
+}
+
 static void process(struct text *text, const struct metrics_process *process)
 {
 	family(text, "process_cpu_seconds_total", "counter",
@@ -261,6 +323,8 @@ size_t metrics_text_format(const struct metrics_snapshot *snapshot, char *out, s
 	      "1 after a successful database round trip, 0 after an unavailable one.",
 	      snapshot->database_up ? 1 : 0);
 	url_refusals(&text, snapshot);
+	if (snapshot->disk.have)
+		disk(&text, &snapshot->disk);
 	family(&text, "musicd_build_info", "gauge", "musicd's version; the value is always 1.");
 	put(&text, "musicd_build_info{version=\"");
 	label_value(&text, snapshot->version != NULL ? snapshot->version : "");

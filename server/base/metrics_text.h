@@ -80,6 +80,27 @@ struct metrics_process {
 	double start_time_seconds; /* since the Unix epoch */
 };
 
+/* The lanes of the disk pool a scrape shows at most (media roots, the spool's, the other). */
+#define METRICS_DISK_LANES_MAX 40
+
+/* A disk lane's figures at one moment. */
+struct metrics_disk_lane {
+	uint64_t queued;  /* starts and continuations waiting for a thread */
+	uint64_t waiting; /* starts waiting for room in the queue */
+	uint64_t running; /* work a thread is doing */
+};
+
+/* The disk pool's figures (media/disk_io.h); have is 0 where there is none. */
+struct metrics_disk_snapshot {
+	int have;
+	uint64_t threads, threads_per_root, queue_limit; /* the limits */
+	unsigned lanes;					 /* media roots, then spool and other */
+	struct metrics_disk_lane lane[METRICS_DISK_LANES_MAX];
+	struct metrics_histogram_snapshot wait; /* from submit until a thread took it */
+	uint64_t finished;			/* work done (or skipped) */
+	uint64_t read_ahead_bytes, evicted_sends, refused, read_errors;
+};
+
 /* Everything one scrape shows. */
 struct metrics_snapshot {
 	const char *version;
@@ -94,6 +115,7 @@ struct metrics_snapshot {
 	uint64_t client_streams, streams_refused, paced; /* per-client limits */
 	int database_up;
 	uint64_t url_refusals[METRICS_URL_REFUSAL_COUNT];
+	struct metrics_disk_snapshot disk;
 	int have_process;
 	struct metrics_process process;
 };

@@ -43,6 +43,8 @@
 /* The fastest --limit-rate (1 TiB/s) and the largest --limit-rate-after (as the spool's size). */
 #define CONFIG_MAX_LIMIT_RATE ((uint64_t)1 << 40)
 #define CONFIG_MAX_LIMIT_RATE_AFTER ((uint64_t)1 << 62)
+/* The most --disk-threads (and --disk-threads-per-root). */
+#define CONFIG_MAX_DISK_THREADS 1024
 /* The most settings the option table may hold (what a list of their names is sized by). */
 #define CONFIG_OPTION_MAX 128
 
@@ -87,6 +89,11 @@ struct config {
 	unsigned open_file_cache_entries; /* 0 disables the open-file cache */
 	unsigned open_file_cache_valid;	  /* seconds between checks of a cached file on disk */
 	unsigned open_file_cache_inactive; /* seconds unused before a cached file is closed */
+	unsigned disk_threads;		  /* the disk pool's threads */
+	unsigned disk_threads_per_root;	  /* one lane's most; 0: three quarters, settled by main */
+	unsigned disk_queue;		  /* starts queued per lane */
+	unsigned disk_queue_timeout_ms;	  /* a start's wait for room in a full queue, then 503 */
+	unsigned disk_window;		  /* bytes read ahead per stream, and sent at once */
 	enum log_level log_level;
 
 	/* Offload: nginx or Apache/lighttpd send the bytes; musicd only looks up and checks. */

@@ -95,6 +95,27 @@ static const struct option_spec options[] = {
 	 .help = "how often a cached file is checked against the disk", .default_value = "5", LIVE},
 	{"open-file-cache-inactive", "SECONDS", NUMBER(open_file_cache_inactive, 1, 86400),
 	 .help = "how long an unused cached file stays open", .default_value = "60", LIVE},
+	/* The disk pool (media/disk_io.h): every touch of storage off the event loops. */
+	{"disk-threads", "N", NUMBER(disk_threads, 1, CONFIG_MAX_DISK_THREADS),
+	 .help = "threads that open, check, read ahead and close track files, so that no worker "
+		 "waits for a disk",
+	 .default_value = "32"},
+	{"disk-threads-per-root", "N", NUMBER(disk_threads_per_root, 0, CONFIG_MAX_DISK_THREADS),
+	 .help = "the most disk threads one media root (or the GridFS spool) may occupy at once, "
+		 "so a hung mount leaves the others threads; 0: three quarters of --disk-threads",
+	 .default_value = "0"},
+	{"disk-queue", "N", NUMBER(disk_queue, 1, 1000000),
+	 .help = "track starts queued per media root for a disk thread; more wait "
+		 "--disk-queue-timeout for room",
+	 .default_value = "256"},
+	{"disk-queue-timeout", "MS", NUMBER(disk_queue_timeout_ms, 1, 600000),
+	 .help = "how long a track start waits for room in a full disk queue before 503 with "
+		 "Retry-After (a stream already playing always waits)",
+	 .default_value = "2000", LIVE},
+	{"disk-window", "BYTES", NUMBER(disk_window, 65536, 64 * 1024 * 1024),
+	 .help = "bytes of a track read ahead per stream, and the most sent from the page cache "
+		 "at once: one window is sent while the next is read",
+	 .default_value = "1048576", LIVE},
 	{"cache-control", "VALUE|off", STRING_OR_OFF(cache_control),
 	 .help = "Cache-Control of 200, 206 and 304 answers",
 	 .default_value = "public, max-age=86400", LIVE},

@@ -82,6 +82,8 @@ struct file_cache_entry {
 	bool leased;		/* guarded by the shard lock: hits read lease_broken, no fstat */
 	bool lease_later;	/* guarded by the shard lock: try the lease at the next path check */
 	bool lease_on_first_hit; /* guarded by the shard lock: no lease taken yet, the first hit takes it */
+	bool lease_claimed;	/* guarded by the shard lock: a hit is taking the lease, outside the lock */
+	bool path_checking;	/* guarded by the shard lock: a CHECK of the path is under way */
 	_Atomic bool lease_broken; /* set by the lease watch before anyone may write the file */
 	struct cached_file file; /* owns one segment reference */
 	char text[];		 /* path, resolved_path, cache_control and file_lines */
@@ -89,6 +91,7 @@ struct file_cache_entry {
 
 struct file_cache {
 	int enabled;
+	struct disk_io *io; /* closes the descriptors; NULL: at once */
 	atomic_uint valid_seconds, inactive_seconds; /* a reload may change them */
 	_Atomic size_t entries; /* in every shard */
 	_Atomic size_t leased;	/* entries holding a lease */
@@ -97,11 +100,12 @@ struct file_cache {
 };
 
 struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
-				  unsigned inactive_seconds)
+				  unsigned inactive_seconds, struct disk_io *io)
 {
 	struct file_cache *cache = calloc(1, sizeof(*cache));
 	if (cache == NULL)
 		return NULL;
+	cache->io = io;
 	cache->enabled = max_entries > 0;
 	atomic_init(&cache->valid_seconds, valid_seconds);
 	atomic_init(&cache->inactive_seconds, inactive_seconds);
@@ -129,13 +133,6 @@ static int same_file(const struct file_cache_entry *entry, const struct stat *in
 	       info->st_mtim.tv_nsec == entry->mtime.tv_nsec;
 }
 
-/* Whether the path still names the very file the entry holds: catches a replaced file. */
-static int path_unchanged(const struct file_cache_entry *entry)
-{
-	struct stat info;
-	return stat(entry->path, &info) == 0 && same_file(entry, &info);
-}
-
 /*
  * Whether the open file is as it was when cached: catches a file rewritten in
  * place, whose old length and validators would otherwise go out with new bytes.
@@ -149,35 +146,38 @@ static int descriptor_unchanged(const struct file_cache_entry *entry)
 /*
  * Takes the entry's lease, then checks the open file once more: a write before
  * the lease broke none, so from here on the lease tells of writes, but not of
- * that one. Shard lock held, or the entry not yet shared.
+ * that one. Called outside the shard lock by the hit that claimed the lease
+ * (lease_claimed), on a borrowed entry of a local filesystem: fcntl and fstat
+ * of an open file there read memory, never the disk.
  */
-static void lease_take(struct file_cache_entry *entry)
+static void lease_take(struct lru_shard *shard, struct file_cache_entry *entry)
 {
 	struct file_cache *cache = entry->cache;
-	entry->lease_later = false;
 	/*
 	 * Leases belong to the inode, and every open or close of it, under any
 	 * name, walks all of them: a file with several names, cached under each,
 	 * would make each open cost one step per cached name. Such files keep
 	 * the fstat per hit.
 	 */
-	if (cache->leases == NULL || entry->links != 1)
-		return;
-	switch (file_lease_begin(cache->leases, entry->fd, &entry->lease_broken)) {
-	case FILE_LEASE_HELD:
-		if (descriptor_unchanged(entry)) {
+	enum file_lease_result result = FILE_LEASE_NEVER;
+	bool unchanged = false;
+	if (cache->leases != NULL && entry->links == 1) {
+		result = file_lease_begin(cache->leases, entry->fd, &entry->lease_broken);
+		unchanged = result == FILE_LEASE_HELD && descriptor_unchanged(entry);
+	}
+	pthread_mutex_lock(&shard->lock);
+	entry->lease_claimed = false;
+	entry->lease_later = result == FILE_LEASE_BUSY;
+	if (result == FILE_LEASE_HELD) {
+		if (unchanged && entry->in_table) {
 			entry->leased = true;
 			cache->leased++;
 		} else {
-			file_lease_end(cache->leases, entry->fd); /* stale already: fstat finds it */
+			/* Stale already (the check finds it), or evicted meanwhile: nobody asks. */
+			file_lease_end(cache->leases, entry->fd);
 		}
-		break;
-	case FILE_LEASE_BUSY:
-		entry->lease_later = true;
-		break;
-	case FILE_LEASE_NEVER:
-		break;
 	}
+	pthread_mutex_unlock(&shard->lock);
 }
 
 /* Gives the entry's lease up: it is no longer in the table, so nobody asks. */
@@ -219,55 +219,126 @@ static struct lru_shard *shard_for(struct file_cache *cache, uint64_t hash)
 	return lru_shard_for(cache->shards, FILE_CACHE_SHARDS, hash);
 }
 
-struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path,
-				       uint64_t generation)
+/* Counts a lookup's outcome, and drops entry if it turned out stale. Shard lock held. */
+static void count_lookup(struct lru_shard *shard, struct file_cache_entry *entry, bool hit)
 {
+	if (hit) {
+		shard->stats.hits++;
+		return;
+	}
+	shard->stats.misses++;
+	if (entry != NULL && entry->in_table) {
+		evict(shard, entry);
+		shard->stats.evictions++;
+	}
+}
+
+/* A borrowed entry found stale outside the lock: dropped and given back, a miss. */
+static void drop_stale(struct lru_shard *shard, struct file_cache_entry *entry)
+{
+	pthread_mutex_lock(&shard->lock);
+	count_lookup(shard, entry, false);
+	pthread_mutex_unlock(&shard->lock);
+	file_cache_release(entry->cache, entry);
+}
+
+enum file_cache_found file_cache_get(struct file_cache *cache, const char *path,
+				     uint64_t generation, struct file_cache_entry **found,
+				     struct file_cache_check *check)
+{
+	*found = NULL;
+	*check = (struct file_cache_check){.fd = -1, .path = NULL};
 	if (!cache->enabled)
-		return NULL;
+		return FILE_CACHE_MISS;
 	uint64_t hash = lru_hash(path);
 	struct lru_shard *shard = shard_for(cache, hash);
-	struct file_cache_entry *found = NULL;
+	struct file_cache_entry *entry = NULL;
 	int64_t now = clock_coarse_seconds();
 	unsigned valid_seconds = atomic_load_explicit(&cache->valid_seconds, memory_order_relaxed);
+	bool path_due = false, take_lease = false;
 
+	/* Under the lock: flags and counts only, no system call. */
 	pthread_mutex_lock(&shard->lock);
 	struct lru_node *node = lru_find(&shard->table, path, hash);
 	if (node != NULL) {
-		struct file_cache_entry *entry = lru_entry(node, struct file_cache_entry, node);
-		/*
-		 * Under the lock, and cheap: the lease's flag (or, without a lease, an
-		 * fstat) per hit, a stat of the path once per interval.
-		 */
-		int path_due = now - entry->validated_at >= (int64_t)valid_seconds;
+		entry = lru_entry(node, struct file_cache_entry, node);
 		if (entry->generation > generation) {
 			/* A request older than the entry's settings: not its headers; kept for newer ones. */
+			entry = NULL;
 		} else if (entry->generation < generation ||
-			   (entry->leased ? atomic_load(&entry->lease_broken)
-					  : !descriptor_unchanged(entry)) ||
-			   (path_due && !path_unchanged(entry))) {
-			/* Stale headers (a reload since) or a changed file: reopened by the caller. */
+			   (entry->leased && atomic_load(&entry->lease_broken))) {
+			/* Stale headers (a reload since) or a file written: reopened by the caller. */
 			evict(shard, entry);
 			shard->stats.evictions++;
+			entry = NULL;
 		} else {
-			if (path_due)
-				entry->validated_at = now;
+			/* One path check at a time: the others use the entry meanwhile. */
+			path_due = now - entry->validated_at >= (int64_t)valid_seconds &&
+				   !entry->path_checking;
+			entry->path_checking = entry->path_checking || path_due;
 			/* A file asked for twice is worth its lease (5 syscalls, once). */
-			if (entry->lease_on_first_hit || (path_due && entry->lease_later)) {
+			take_lease = entry->file.local && !entry->lease_claimed && !entry->leased &&
+				     (entry->lease_on_first_hit || (path_due && entry->lease_later));
+			if (take_lease) {
 				entry->lease_on_first_hit = false;
-				lease_take(entry);
+				entry->lease_claimed = true;
 			}
 			entry->used_at = now;
 			entry->borrowers++;
 			lru_touch(&shard->table, node);
-			found = entry;
 		}
 	}
-	if (found != NULL)
-		shard->stats.hits++;
-	else
-		shard->stats.misses++;
+	if (entry == NULL)
+		count_lookup(shard, NULL, false);
 	pthread_mutex_unlock(&shard->lock);
-	return found;
+	if (entry == NULL)
+		return FILE_CACHE_MISS;
+
+	if (take_lease)
+		lease_take(shard, entry);
+	/* The lease's flag, read again: it may have broken since, or been taken just now. */
+	bool leased;
+	pthread_mutex_lock(&shard->lock);
+	leased = entry->leased;
+	pthread_mutex_unlock(&shard->lock);
+	if (leased ? atomic_load(&entry->lease_broken)
+		   : entry->file.local && !descriptor_unchanged(entry)) {
+		/* On a local disk the fstat reads the inode in memory: done here, at once. */
+		drop_stale(shard, entry);
+		return FILE_CACHE_MISS;
+	}
+	*found = entry;
+	if (!leased && !entry->file.local)
+		check->fd = entry->fd;
+	if (path_due)
+		check->path = entry->path;
+	if (check->fd >= 0 || check->path != NULL)
+		return FILE_CACHE_CHECK;
+	pthread_mutex_lock(&shard->lock);
+	count_lookup(shard, entry, true);
+	pthread_mutex_unlock(&shard->lock);
+	return FILE_CACHE_HIT;
+}
+
+bool file_cache_checked(struct file_cache *cache, struct file_cache_entry *entry,
+			const struct file_cache_check *check, bool fd_ok,
+			const struct stat *fd_info, bool path_ok, const struct stat *path_info)
+{
+	bool unchanged = (check->fd < 0 || (fd_ok && same_file(entry, fd_info))) &&
+			 (check->path == NULL || (path_ok && same_file(entry, path_info)));
+	struct lru_shard *shard = shard_for(cache, entry->node.hash);
+	pthread_mutex_lock(&shard->lock);
+	if (check->path != NULL) {
+		entry->path_checking = false;
+		if (unchanged)
+			entry->validated_at = clock_coarse_seconds();
+	}
+	if (unchanged)
+		count_lookup(shard, entry, true);
+	pthread_mutex_unlock(&shard->lock);
+	if (!unchanged)
+		drop_stale(shard, entry);
+	return unchanged;
 }
 
 static struct file_cache_entry *new_entry(struct file_cache *cache, const char *path,
@@ -280,7 +351,7 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	struct file_cache_entry *entry =
 		calloc(1, sizeof(*entry) + path_size + resolved_size + control_size + lines_size);
 	if (entry == NULL) {
-		close(file->fd);
+		disk_io_close(cache->io, file->fd, (unsigned)file->root_index);
 		return NULL;
 	}
 	entry->path = memcpy(entry->text, path, path_size);
@@ -289,10 +360,9 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 		entry->cache_control =
 			memcpy(entry->resolved_path + resolved_size, cache_control, control_size);
 	entry->file_lines = entry->resolved_path + resolved_size + control_size;
-	entry->file.segment = evbuffer_file_segment_new(file->fd, 0, (ev_off_t)file->size,
-							    EVBUF_FS_CLOSE_ON_FREE);
+	entry->file.segment =
+		disk_io_segment_new(cache->io, file->fd, file->size, (unsigned)file->root_index);
 	if (entry->file.segment == NULL) {
-		close(file->fd);
 		free(entry);
 		return NULL;
 	}
@@ -313,6 +383,7 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	entry->file.representation.cache_control = entry->cache_control;
 	entry->file.resolved_path = entry->resolved_path;
 	entry->file.root_index = file->root_index;
+	entry->file.local = file->local;
 	etag_format(entry->file.representation.etag, file->mtime, file->size);
 	http_date_format(entry->file.representation.last_modified, file->mtime.tv_sec);
 	if (response_head_file_lines(entry->file_lines, lines_size,
@@ -338,7 +409,7 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 	 * larger than the cache), and a lease costs five syscalls. The first hit
 	 * takes it; until then hits fstat.
 	 */
-	entry->lease_on_first_hit = cache->leases != NULL;
+	entry->lease_on_first_hit = cache->leases != NULL && file->local;
 	struct lru_shard *shard = shard_for(cache, entry->node.hash);
 	pthread_mutex_lock(&shard->lock);
 	struct lru_node *cached = lru_find(&shard->table, entry->node.key, entry->node.hash);
@@ -355,6 +426,11 @@ struct file_cache_entry *file_cache_insert(struct file_cache *cache, const char 
 		lease_give_up(entry);
 	pthread_mutex_unlock(&shard->lock);
 	return entry;
+}
+
+const char *file_cache_path(const struct file_cache_entry *entry)
+{
+	return entry->path;
 }
 
 const struct cached_file *file_cache_file(const struct file_cache_entry *entry)

@@ -18,33 +18,71 @@
 #ifndef MUSICD_FILE_CACHE_H
 #define MUSICD_FILE_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <event2/buffer.h>
 
 #include "base/lru.h"
+#include "media/disk_io.h"
 #include "media/media.h"
 #include "http/representation.h"
 
 struct file_cache;
 struct file_cache_entry;
 
-/* max_entries 0 disables the cache. */
+/*
+ * max_entries 0 disables the cache. Descriptors are closed by io's pool
+ * (disk_io_close: a close on FUSE or NFS may wait); io NULL closes them at
+ * once (unit tests).
+ */
 struct file_cache *file_cache_new(size_t max_entries, unsigned valid_seconds,
-				  unsigned inactive_seconds);
+				  unsigned inactive_seconds, struct disk_io *io);
 /* Drops every entry (responses still sending keep their segments alive). */
 void file_cache_free(struct file_cache *cache);
 
+/* What file_cache_get found. */
+enum file_cache_found {
+	FILE_CACHE_MISS,  /* nothing usable: the caller opens the file (off the loop) */
+	FILE_CACHE_HIT,	  /* the entry, borrowed, may be used now */
+	FILE_CACHE_CHECK, /* the entry, borrowed, may be used once check says it is unchanged */
+};
+
 /*
- * The entry for path, still valid, with a reference the caller must give
- * back with file_cache_release; NULL on a miss (the caller opens the file).
+ * What a FILE_CACHE_CHECK asks to be looked at on the disk, off the loop
+ * (disk_io.h's disk_check), before the entry is used: an fstat of the open
+ * file where no lease tells of writes and the file is not on a local disk
+ * (NFS, FUSE: their fstat may wait for a server), and the stat of the path
+ * once per valid interval (a replaced or deleted file).
+ */
+struct file_cache_check {
+	int fd;		  /* fstat it; -1: no */
+	const char *path; /* stat it; NULL: no. The entry's own: valid while it is borrowed */
+};
+
+/*
+ * Looks path up, with no system call that may wait and none under the shard's
+ * lock: an entry is borrowed (a reference the caller gives back with
+ * file_cache_release) on HIT and CHECK, and *check says what a CHECK needs.
  * generation is the request's settings snapshot's: an entry whose headers
  * were made with an older one is stale (dropped, a miss), and one made with a
  * newer one is not the request's (a miss, kept).
  */
-struct file_cache_entry *file_cache_get(struct file_cache *cache, const char *path,
-				       uint64_t generation);
+enum file_cache_found file_cache_get(struct file_cache *cache, const char *path,
+				     uint64_t generation, struct file_cache_entry **entry,
+				     struct file_cache_check *check);
+
+/*
+ * The findings of a CHECK's fstat (fd_ok: it succeeded, with fd_info) and
+ * stat (path_ok, path_info), for what check asked. True: the entry is
+ * unchanged and may be used (still borrowed). False: it changed, so it is
+ * dropped and the reference given back: a miss.
+ */
+bool file_cache_checked(struct file_cache *cache, struct file_cache_entry *entry,
+			const struct file_cache_check *check, bool fd_ok,
+			const struct stat *fd_info, bool path_ok, const struct stat *path_info);
 
 /*
  * Takes over an opened file (file->fd) for path and returns a referenced
@@ -65,8 +103,12 @@ struct cached_file {
 	struct evbuffer_file_segment *segment; /* the whole file, by sendfile; the entry's */
 	int fd;				       /* the segment's descriptor (it closes it) */
 	const char *resolved_path;	       /* canonical path, for the offload headers */
-	int root_index;			       /* the media root containing it */
+	int root_index;			       /* the media root containing it: its disk lane */
+	bool local;			       /* on a local disk filesystem (media.h) */
 };
+
+/* The path the entry is cached under (the database's); valid while the reference is held. */
+const char *file_cache_path(const struct file_cache_entry *entry);
 
 /* The entry's file; valid while the reference is held. */
 const struct cached_file *file_cache_file(const struct file_cache_entry *entry);

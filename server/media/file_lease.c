@@ -26,7 +26,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -34,6 +33,8 @@
 #include <string.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+#include "media/media.h"
 
 /* The watch's signal is SIGRTMIN + this; glibc keeps the ones below SIGRTMIN for itself. */
 #define FILE_LEASE_SIGNAL_OFFSET 7
@@ -146,21 +147,6 @@ void file_lease_watch_free(struct file_lease_watch *watch)
 	free(watch);
 }
 
-/* Filesystems on which every write goes through this kernel, so breaks the lease. */
-static bool is_local_filesystem(const struct statfs *info)
-{
-	switch (info->f_type) {
-	case EXT4_SUPER_MAGIC: /* and ext2, ext3 */
-	case XFS_SUPER_MAGIC:
-	case BTRFS_SUPER_MAGIC:
-	case F2FS_SUPER_MAGIC:
-	case TMPFS_MAGIC:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* Room in holders for fd. Lock held. */
 static int make_room(struct file_lease_watch *watch, int fd)
 {
@@ -181,8 +167,10 @@ static int make_room(struct file_lease_watch *watch, int fd)
 enum file_lease_result file_lease_begin(struct file_lease_watch *watch, int fd,
 					_Atomic bool *broken)
 {
+	/* Only where every write goes through this kernel, so breaks the lease. */
 	struct statfs filesystem;
-	if (fd < 0 || fstatfs(fd, &filesystem) != 0 || !is_local_filesystem(&filesystem))
+	if (fd < 0 || fstatfs(fd, &filesystem) != 0 ||
+	    !media_filesystem_local((long)filesystem.f_type))
 		return FILE_LEASE_NEVER;
 	struct f_owner_ex owner = {.type = F_OWNER_TID, .pid = watch->thread_id};
 	enum file_lease_result result = FILE_LEASE_NEVER;

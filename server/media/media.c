@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -117,6 +119,8 @@ static enum media_status describe_opened(int fd, const char *resolved_path, int 
 	file->device = info.st_dev;
 	file->inode = info.st_ino;
 	file->links = info.st_nlink;
+	struct statfs filesystem;
+	file->local = fstatfs(fd, &filesystem) == 0 && media_filesystem_local((long)filesystem.f_type);
 	return MEDIA_OK;
 }
 
@@ -196,6 +200,20 @@ enum media_status media_open(const struct media_roots *roots, const char *path,
 		return MEDIA_OUTSIDE_ROOTS;
 	}
 	return describe_opened(fd, file->resolved_path, root, file, error_number);
+}
+
+bool media_filesystem_local(long type)
+{
+	switch (type) {
+	case EXT4_SUPER_MAGIC: /* and ext2, ext3 */
+	case XFS_SUPER_MAGIC:
+	case BTRFS_SUPER_MAGIC:
+	case F2FS_SUPER_MAGIC:
+	case TMPFS_MAGIC:
+		return true;
+	default:
+		return false;
+	}
 }
 
 const char *media_status_describe(enum media_status status)

@@ -10,6 +10,7 @@
 #define MUSICD_MEDIA_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,6 +42,7 @@ struct opened_file {
 	dev_t device;
 	ino_t inode;
 	nlink_t links;		    /* names the file has (hard links) */
+	bool local;		    /* on a local disk filesystem: an fstat of it never waits */
 	int root_index;		    /* which root contains it */
 	char resolved_path[PATH_MAX]; /* canonical path of the opened file */
 };
@@ -53,6 +55,14 @@ void media_roots_free(struct media_roots *roots);
 /* Opens path if it is a regular file inside a root. On failure *error_number holds errno, if any. */
 enum media_status media_open(const struct media_roots *roots, const char *path,
 			     struct opened_file *file, int *error_number);
+
+/*
+ * Whether a filesystem (its statfs f_type) keeps the inodes of open files in
+ * memory, so that an fstat, a lease or a send of cached pages never waits for
+ * a device or a server: ext4, xfs, btrfs, f2fs, tmpfs. Not FUSE, not network
+ * filesystems.
+ */
+bool media_filesystem_local(long type);
 
 /* A short description of a status, for logs. */
 const char *media_status_describe(enum media_status status);

@@ -319,11 +319,23 @@ int main(int argc, char **argv)
 	}
 
 	resources.handoff = handoff_for(&config);
+	if (config.disk_threads_per_root == 0)
+		config.disk_threads_per_root = config.disk_threads > 1 ? config.disk_threads * 3 / 4 : 1;
+	struct disk_io_limits disk = {
+		.threads = config.disk_threads,
+		.root_threads = config.disk_threads_per_root,
+		.queue = config.disk_queue,
+	};
+	resources.disk = disk_io_new(&disk, resources.media_roots.count, error, sizeof(error));
+	if (resources.disk == NULL) {
+		status = run_failed(error);
+		goto out_roots;
+	}
 	resources.lookup_cache = lookup_cache_new(config.lookup_cache_entries, config.lookup_cache_ttl,
 						config.lookup_cache_negative_ttl);
 	resources.file_cache = file_cache_new(config.open_file_cache_entries,
 					    config.open_file_cache_valid,
-					    config.open_file_cache_inactive);
+					    config.open_file_cache_inactive, resources.disk);
 	resources.metrics = metrics_new(config.workers, config.lookup_threads);
 	resources.client_places = address_counts_new();
 	if (resources.lookup_cache == NULL || resources.file_cache == NULL || resources.metrics == NULL ||
@@ -347,6 +359,8 @@ out_caches:
 	metrics_free(resources.metrics);
 	file_cache_free(resources.file_cache);
 	lookup_cache_free(resources.lookup_cache);
+	/* After the cache: its entries' descriptors are closed by the pool (or left to the exit). */
+	disk_io_free(resources.disk);
 	libevent_global_shutdown();
 out_roots:
 	settings_board_free(resources.settings);

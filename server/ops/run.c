@@ -29,6 +29,8 @@
 #endif
 
 #define SHUTDOWN_GRACE_MS 10000
+/* How long a stop waits for disk work under way once the workers are gone. */
+#define DISK_QUIESCE_MS 1000
 #define WORKER_START_TIMEOUT_MS 10000 /* each loop answers its first heartbeat within it */
 
 /* What run holds while it runs: each field is set by one step and undone by its rung. */
@@ -218,7 +220,8 @@ static int start_worker(struct running *running, const struct worker_role *role,
 	return 0;
 }
 
-static void stop_workers(struct running *running, struct db_pool *db, unsigned grace_ms)
+static void stop_workers(struct running *running, struct db_pool *db, struct disk_io *disk,
+			 unsigned grace_ms)
 {
 	for (unsigned i = 0; i < running->started; i++)
 		worker_request_stop(&running->workers[i], grace_ms);
@@ -229,6 +232,12 @@ static void stop_workers(struct running *running, struct db_pool *db, unsigned g
 	 * The pool stays allocated (refusing new jobs) until no callback can reach it.
 	 */
 	db_pool_quiesce(db);
+	/* The same for the disk, for a while: a read that never returns is abandoned. */
+	unsigned abandoned = disk_io_quiesce(disk, DISK_QUIESCE_MS);
+	if (abandoned > 0)
+		log_warn("%u disk read%s did not return within %u ms of the stop (a hung mount?): "
+			 "left to the exit",
+			 abandoned, abandoned == 1 ? "" : "s", DISK_QUIESCE_MS);
 	for (unsigned i = 0; i < running->started; i++) {
 		worker_flush(&running->workers[i]);
 		worker_destroy(&running->workers[i]);
@@ -323,7 +332,8 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 	if (metrics_on) {
 		struct metrics_sources sources = {resources->metrics, resources->lookup_cache,
 						  resources->file_cache, &running.open_connections,
-						  MUSICD_VERSION, resources->client_places};
+						  MUSICD_VERSION, resources->client_places,
+						  resources->disk};
 		running.metrics_page = metrics_page_new(&sources);
 		if (running.metrics_page == NULL) {
 			run_failed("out of memory for the metrics page");
@@ -374,7 +384,7 @@ out_workers: {
 	unsigned grace_ms = SHUTDOWN_GRACE_MS;
 	if (grace_ms < config->lookup_timeout_ms + 1000)
 		grace_ms = config->lookup_timeout_ms + 1000;
-	stop_workers(&running, resources->db, grace_ms);
+	stop_workers(&running, resources->db, resources->disk, grace_ms);
 	if (running.pid_file_written)
 		pid_file_remove(config->pid_file, getpid());
 	metrics_page_free(running.metrics_page);

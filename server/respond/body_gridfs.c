@@ -10,11 +10,15 @@
  * errors cannot change the status any more: the connection is closed (the
  * client sees a body shorter than its Content-Length), and it is logged.
  *
+ * A spooled copy is opened on the disk pool (the spool's lane: its disk may
+ * be as slow as any), then sent as a file is (body_file.h).
+ *
  * Ownership: the stream is the walk's state, malloc'd, with at most one of a
- * fetch (a db_pool job, waited for with exchange_wait) or a drain wait
- * pending at any time; whichever callback finds the walk over (done, failed,
- * or the client gone) frees it. The pool thread writes only into
- * stream->fetched, between the submit and the job's delivery.
+ * fetch (a db_pool job, waited for with exchange_wait), a copy's opening (a
+ * disk_io work, waited for the same way) or a drain wait pending at any time;
+ * whichever callback finds the walk over (done, failed, or the client gone)
+ * frees it. The pool thread writes only into stream->fetched (or
+ * stream->copy), between the submit and the delivery.
  */
 #include "respond/body_gridfs.h"
 
@@ -35,9 +39,21 @@
 /* "mid=<24 hex>: GridFS file <24 hex>" and a NUL. */
 #define WHAT_MAX 80
 
+/* A spooled copy being opened on the disk pool. */
+struct copy_open {
+	struct disk_work work; /* first */
+	struct gridfs_spool *spool;
+	const struct gridfs_entry *entry;
+	int fd; /* out: the copy, or -1 */
+};
+
 struct gridfs_stream {
 	char what[WHAT_MAX]; /* for the log */
 	struct gridfs_spool *spool;
+	struct disk_io *io;
+	unsigned lane;	     /* the spool's disk lane */
+	struct copy_open copy;
+	int filled;	     /* the spool's fill for this file was waited for already */
 	struct db_pool *pool;
 	struct gridfs_representation file;
 	struct file_plan plan;
@@ -273,15 +289,15 @@ static void fetch(struct exchange *exchange, struct gridfs_stream *stream)
 /* Sends the decided answer from the spooled copy (fd, taken over), by sendfile. */
 static void send_copy(struct exchange *exchange, struct gridfs_stream *stream, int fd)
 {
-	struct evbuffer_file_segment *segment = evbuffer_file_segment_new(
-		fd, 0, (ev_off_t)stream->file.entry.length, EVBUF_FS_CLOSE_ON_FREE);
+	struct evbuffer_file_segment *segment =
+		disk_io_segment_new(stream->io, fd, stream->file.entry.length, stream->lane);
 	if (segment == NULL) {
-		close(fd);
 		log_error("%s: out of memory sending its spooled copy", stream->what);
 		answer_error(exchange, 500);
 		return;
 	}
-	struct file_body copy = {.kind = BODY_FILE, .segment = segment, .fd = fd};
+	struct file_body copy = {.kind = BODY_FILE, .segment = segment, .fd = fd,
+				 .io = stream->io, .lane = stream->lane};
 	body_file_send(exchange, &stream->file.representation, &copy, &stream->plan);
 	evbuffer_file_segment_free(segment); /* the answer holds its own references */
 }
@@ -301,6 +317,8 @@ static void stream_from_gridfs(struct exchange *exchange, struct gridfs_stream *
 	fetch(exchange, stream);
 }
 
+static void open_copy(struct exchange *exchange, struct gridfs_stream *stream);
+
 /* The spool's fill of this file ended: send the copy, or read GridFS after all. */
 static void on_spooled(struct exchange *exchange, void *arg)
 {
@@ -310,17 +328,76 @@ static void on_spooled(struct exchange *exchange, void *arg)
 		return;
 	}
 	if (stream->job.status == LOOKUP_FOUND) {
-		int fd = gridfs_spool_open_copy(stream->spool, &stream->file.entry);
-		if (fd >= 0) {
-			send_copy(exchange, stream, fd);
-			stream_free(stream);
-			return;
-		}
-	} else {
-		log_debug("%s: no spooled copy (%s): reading GridFS", stream->what,
-			  stream->job.detail);
+		open_copy(exchange, stream);
+		return;
+	}
+	log_debug("%s: no spooled copy (%s): reading GridFS", stream->what, stream->job.detail);
+	stream_from_gridfs(exchange, stream);
+}
+
+/* On a disk thread: the copy, if the spool has it. */
+static void copy_open_run(struct disk_work *work)
+{
+	struct copy_open *copy = (struct copy_open *)work;
+	copy->fd = gridfs_spool_open_copy(copy->spool, copy->entry);
+}
+
+static void on_copy_opened(struct exchange *exchange, void *arg)
+{
+	struct gridfs_stream *stream = arg;
+	int fd = stream->copy.work.skipped ? -1 : stream->copy.fd;
+	if (!exchange_can_respond(exchange)) {
+		disk_io_close(stream->io, fd, stream->lane);
+		stream_free(stream);
+		return;
+	}
+	if (fd >= 0) {
+		send_copy(exchange, stream, fd);
+		stream_free(stream);
+		return;
+	}
+	if (stream->filled) {
+		stream_from_gridfs(exchange, stream); /* filled, and gone again: GridFS itself */
+		return;
+	}
+	/* The copy's fill (one for every request that asks meanwhile), then the copy. */
+	stream->filled = 1;
+	stream->job.delivery = exchange_wait(exchange, stream->timeout_ms, on_spooled, NULL, stream);
+	if (stream->job.delivery != NULL) {
+		gridfs_spool_wait(stream->spool, &stream->file.entry, &stream->job);
+		return;
 	}
 	stream_from_gridfs(exchange, stream);
+}
+
+/* Opens the spooled copy on the disk pool; without a disk thread in time, 503. */
+static void on_copy_deadline(struct exchange *exchange, void *arg)
+{
+	struct gridfs_stream *stream = arg;
+	if (!disk_io_cancel(stream->io, &stream->copy.work))
+		return; /* queued or under way: it is waited for */
+	exchange_wait_cancel(exchange);
+	disk_io_count_refused(stream->io);
+	log_warn("%s: no disk thread for its spooled copy within %u ms: 503", stream->what,
+		 exchange_config(exchange)->disk_queue_timeout_ms);
+	answer_error(exchange, 503);
+	stream_free(stream);
+}
+
+static void open_copy(struct exchange *exchange, struct gridfs_stream *stream)
+{
+	stream->copy = (struct copy_open){.spool = stream->spool, .entry = &stream->file.entry,
+					  .fd = -1};
+	stream->copy.work.delivery =
+		exchange_wait(exchange, exchange_config(exchange)->disk_queue_timeout_ms,
+			      on_copy_opened, on_copy_deadline, stream);
+	if (stream->copy.work.delivery != NULL &&
+	    disk_io_submit(stream->io, &stream->copy.work, copy_open_run, stream->lane,
+			   TASK_START) == 0)
+		return;
+	if (stream->copy.work.delivery != NULL)
+		exchange_wait_cancel(exchange);
+	stream_from_gridfs(exchange, stream); /* stopping, or out of memory: GridFS itself */
 }
 
 void body_gridfs_send(struct exchange *exchange, const struct representation *representation,
@@ -342,26 +419,17 @@ void body_gridfs_send(struct exchange *exchange, const struct representation *re
 		 body->gridfs->id);
 	stream->spool = body->spool;
 	stream->pool = body->pool;
+	stream->io = body->io;
+	stream->lane = body->lane;
 	stream->window = config->gridfs_window;
 	stream->timeout_ms = config->lookup_timeout_ms;
 	stream->plan = *plan;
 	memcpy(stream->parts, plan->parts, plan->count * sizeof(stream->parts[0]));
 	stream->plan.parts = stream->parts;
 
-	if (stream->spool != NULL) {
-		int fd = gridfs_spool_open_copy(stream->spool, &stream->file.entry);
-		if (fd >= 0) {
-			send_copy(exchange, stream, fd);
-			stream_free(stream);
-			return;
-		}
-		/* The copy's fill (one for every request that asks meanwhile), then the copy. */
-		stream->job.delivery =
-			exchange_wait(exchange, stream->timeout_ms, on_spooled, NULL, stream);
-		if (stream->job.delivery != NULL) {
-			gridfs_spool_wait(stream->spool, &stream->file.entry, &stream->job);
-			return;
-		}
+	if (stream->spool != NULL && stream->io != NULL) {
+		open_copy(exchange, stream);
+		return;
 	}
 	stream_from_gridfs(exchange, stream);
 }

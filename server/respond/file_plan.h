@@ -18,6 +18,7 @@
 #include "http/range.h"
 #include "http/representation.h"
 #include "http/response_head.h"
+#include "media/disk_io.h"
 #include "respond/client_limits.h"
 #include "wire/exchange.h"
 
@@ -33,6 +34,9 @@ struct file_body {
 	const char *download_path; /* the name ?download offers comes from it; NULL: the URL's */
 	struct evbuffer_file_segment *segment;	/* BODY_FILE: borrowed, the whole file */
 	int fd;					/* BODY_FILE: the segment's descriptor */
+	struct disk_io *io;			/* where a file's windows are read (BODY_FILE, and
+						   BODY_GRIDFS's spooled copy); NULL: none */
+	unsigned lane;				/* that file's disk lane (disk_io.h) */
 	const char *mid;			/* BODY_GRIDFS: the track, for the log */
 	const struct gridfs_entry *gridfs;	/* BODY_GRIDFS */
 	struct gridfs_spool *spool;		/* BODY_GRIDFS: copies to send instead; NULL: none */

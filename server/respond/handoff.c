@@ -17,7 +17,7 @@
 #define OFFLOAD_URI_MAX (PATH_MAX * 3 + 256)
 
 static void answer_by_sendfile(struct exchange *exchange, const struct cached_file *file,
-			       const struct media_roots *roots)
+			       const struct media_roots *roots, struct disk_io *io)
 {
 	(void)roots;
 	struct file_body body = {
@@ -25,6 +25,8 @@ static void answer_by_sendfile(struct exchange *exchange, const struct cached_fi
 		.download_path = file->resolved_path,
 		.segment = file->segment,
 		.fd = file->fd,
+		.io = io,
+		.lane = (unsigned)file->root_index,
 	};
 	file_answer(exchange, &file->representation, &body);
 }
@@ -52,8 +54,9 @@ static void answer_offloaded(struct exchange *exchange, const struct cached_file
 }
 
 static void answer_by_accel_redirect(struct exchange *exchange, const struct cached_file *file,
-				     const struct media_roots *roots)
+				     const struct media_roots *roots, struct disk_io *io)
 {
+	(void)io;
 	char uri[OFFLOAD_URI_MAX];
 	size_t root = (size_t)file->root_index;
 	if (offload_accel_uri(exchange_config(exchange)->x_accel_redirects[root],
@@ -66,9 +69,10 @@ static void answer_by_accel_redirect(struct exchange *exchange, const struct cac
 }
 
 static void answer_by_x_sendfile(struct exchange *exchange, const struct cached_file *file,
-				 const struct media_roots *roots)
+				 const struct media_roots *roots, struct disk_io *io)
 {
 	(void)roots;
+	(void)io;
 	if (!offload_header_safe(file->resolved_path)) {
 		log_error("%s: path has control characters; cannot send it as X-Sendfile",
 			  file->resolved_path);

@@ -17,7 +17,7 @@ struct handoff {
 	const char *name;
 	/* Answers the exchange's GET or HEAD with file (found in one of roots). */
 	void (*answer)(struct exchange *exchange, const struct cached_file *file,
-		       const struct media_roots *roots);
+		       const struct media_roots *roots, struct disk_io *io);
 };
 
 /* The strategy the configuration asks for. */

@@ -55,6 +55,8 @@ static size_t format_snapshot(struct metrics_page *page)
 		(struct metrics_cache_snapshot){files.hits, files.misses, files.evictions, files.entries};
 	snapshot->connections_open = atomic_load(sources->open_connections);
 	snapshot->client_streams = address_counts_total(sources->client_places);
+	if (sources->disk != NULL)
+		disk_io_collect(sources->disk, &snapshot->disk);
 	snapshot->version = sources->version;
 	snapshot->have_process = metrics_process_read(&snapshot->process) == 0;
 

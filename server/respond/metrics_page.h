@@ -24,6 +24,7 @@ struct metrics_sources {
 	atomic_uint *open_connections; /* the track listener's, as --max-connections counts them */
 	const char *version;
 	struct address_counts *client_places; /* the streams under --max-streams-per-client */
+	struct disk_io *disk;		      /* the disk pool */
 };
 
 /* One listener's scrapes: buffers reused by each, touched by its worker's thread only. */

@@ -15,6 +15,7 @@
 #include "db/db_pool.h"
 #include "db/gridfs_spool.h"
 #include "db/lookup_cache.h"
+#include "media/disk_io.h"
 #include "media/file_cache.h"
 #include "media/media.h"
 #include "respond/handoff.h"
@@ -26,6 +27,7 @@ struct resources {
 	struct db_pool *db;		   /* internally locked */
 	struct lookup_cache *lookup_cache; /* internally locked */
 	struct file_cache *file_cache;	   /* internally locked */
+	struct disk_io *disk;		   /* the disk pool: every touch of storage; locked */
 	const struct handoff *handoff;	   /* sendfile or an offload strategy */
 	struct metrics *metrics;	   /* one shard per worker and lookup thread */
 	struct gridfs_spool *gridfs_spool; /* NULL when off; internally locked */

@@ -12,12 +12,19 @@
  * file's (mtime and size) in the answer, so every origin serving the same
  * document sends the same validator, whatever its copy's mtime.
  *
+ * The file is opened, and a cached one checked against the disk where that
+ * may wait (disk_io.h: the stat of its path once per interval, the fstat of
+ * a file on FUSE or NFS), on the disk pool: a start that gets no room in its
+ * lane's queue within --disk-queue-timeout is answered 503.
+ *
  * Ownership: a lookup (struct track_request) is the handler's, malloc'd at
  * the miss and freed when its delivery has run, whether or not the client is
- * still there (lookup_wait.h).
+ * still there (lookup_wait.h); so is a file being opened or checked (struct
+ * file_start), which also holds the cache entry it checks.
  */
 #include "respond/track.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +45,7 @@ static void answer_file(struct exchange *exchange, const struct resources *resou
 			const struct cached_file *file, const char *document_etag)
 {
 	if (document_etag[0] == '\0') {
-		resources->handoff->answer(exchange, file, &resources->media_roots);
+		resources->handoff->answer(exchange, file, &resources->media_roots, resources->disk);
 		return;
 	}
 	/* A copy for this answer: the cached entry is the file's, shared by every document. */
@@ -53,7 +60,168 @@ static void answer_file(struct exchange *exchange, const struct resources *resou
 		return;
 	}
 	representation->file_lines = lines;
-	resources->handoff->answer(exchange, &tagged, &resources->media_roots);
+	resources->handoff->answer(exchange, &tagged, &resources->media_roots, resources->disk);
+}
+
+/* Answers with a borrowed entry's file, then gives the entry back. */
+static void answer_entry(struct exchange *exchange, const struct resources *resources,
+			 struct file_cache_entry *entry, const char *document_etag)
+{
+	answer_file(exchange, resources, file_cache_file(entry), document_etag);
+	/* Answers still sending hold their own segment references. */
+	file_cache_release(resources->file_cache, entry);
+}
+
+/* A track's file being opened, or its cached entry checked, on the disk pool. */
+struct file_start {
+	union {
+		struct disk_work work; /* first: the pool hands back its work */
+		struct disk_open open;
+		struct disk_check check;
+	} disk;
+	const struct resources *resources;
+	struct file_cache_entry *entry; /* a check's, borrowed; NULL while opening */
+	struct file_cache_check asked;
+	char mid[OBJECTID_HEX_LENGTH + 1];
+	char etag[ETAG_MAX]; /* the document's, "" for none */
+};
+
+static void on_opened(struct exchange *exchange, void *arg);
+static void on_checked(struct exchange *exchange, void *arg);
+
+/* No room in the lane's queue within --disk-queue-timeout: taken back, 503. */
+static void on_disk_deadline(struct exchange *exchange, void *arg)
+{
+	struct file_start *start = arg;
+	const struct resources *resources = start->resources;
+	if (!disk_io_cancel(resources->disk, &start->disk.work))
+		return; /* queued or under way: it is waited for */
+	exchange_wait_cancel(exchange);
+	disk_io_count_refused(resources->disk);
+	log_warn("mid=%s: no disk thread within %u ms: 503", start->mid,
+		 exchange_config(exchange)->disk_queue_timeout_ms);
+	answer_error(exchange, 503);
+	if (start->entry != NULL)
+		file_cache_release(resources->file_cache, start->entry);
+	free(start);
+}
+
+/* Hands start's work to the disk pool as a start; false (start freed, answered) if it cannot. */
+static bool submit_start(struct exchange *exchange, struct file_start *start, disk_work_fn run,
+			 unsigned lane, exchange_wait_cb on_done)
+{
+	const struct resources *resources = start->resources;
+	start->disk.work.delivery = exchange_wait(
+		exchange, exchange_config(exchange)->disk_queue_timeout_ms, on_done,
+		on_disk_deadline, start);
+	if (start->disk.work.delivery != NULL &&
+	    disk_io_submit(resources->disk, &start->disk.work, run, lane, TASK_START) == 0)
+		return true;
+	if (start->disk.work.delivery != NULL)
+		exchange_wait_cancel(exchange);
+	log_warn("mid=%s: cannot hand the file to the disk pool (stopping, or out of memory)",
+		 start->mid);
+	answer_error(exchange, 503);
+	if (start->entry != NULL)
+		file_cache_release(resources->file_cache, start->entry);
+	free(start);
+	return false;
+}
+
+/* Opens path off the loop, then answers with it (start, if given, is reused). */
+static void open_file(struct exchange *exchange, const struct resources *resources,
+		      struct file_start *start, const char *mid, const char *path,
+		      const char *document_etag)
+{
+	if (start == NULL && (start = calloc(1, sizeof(*start))) == NULL) {
+		log_error("mid=%s: out of memory opening the file", mid);
+		answer_error(exchange, 500);
+		return;
+	}
+	if (strlen(path) >= sizeof(start->disk.open.path)) {
+		log_warn("mid=%s: %s: %s", mid, path, media_status_describe(MEDIA_MISSING));
+		answer_error(exchange, 404);
+		free(start);
+		return;
+	}
+	start->resources = resources;
+	start->entry = NULL;
+	if (start->mid != mid)
+		snprintf(start->mid, sizeof(start->mid), "%s", mid);
+	if (start->etag != document_etag)
+		snprintf(start->etag, sizeof(start->etag), "%s", document_etag);
+	start->disk.open.roots = &resources->media_roots;
+	snprintf(start->disk.open.path, sizeof(start->disk.open.path), "%s", path);
+	submit_start(exchange, start, disk_open_run,
+		     disk_io_lane_of_path(&resources->media_roots, path), on_opened);
+}
+
+static void on_opened(struct exchange *exchange, void *arg)
+{
+	struct file_start *start = arg;
+	const struct resources *resources = start->resources;
+	struct disk_open *open = &start->disk.open;
+	if (open->work.skipped) {
+		if (exchange_can_respond(exchange))
+			answer_error(exchange, 503); /* stopping */
+	} else if (open->status != MEDIA_OK) {
+		log_warn("mid=%s: %s: %s%s%s", start->mid, open->path,
+			 media_status_describe(open->status), open->error_number ? ": " : "",
+			 open->error_number ? strerror(open->error_number) : "");
+		if (exchange_can_respond(exchange))
+			answer_error(exchange, 404);
+	} else {
+		/* Cached whether or not the client is still there: the next request needs it. */
+		const struct settings *settings = exchange_snapshot(exchange);
+		struct file_cache_entry *entry =
+			file_cache_insert(resources->file_cache, open->path, &open->file,
+					  settings->file_lines_generation,
+					  settings->config.cache_control);
+		if (entry == NULL) {
+			log_error("mid=%s: out of memory opening the file", start->mid);
+			if (exchange_can_respond(exchange))
+				answer_error(exchange, 500);
+		} else if (exchange_can_respond(exchange)) {
+			answer_entry(exchange, resources, entry, start->etag);
+		} else {
+			file_cache_release(resources->file_cache, entry);
+		}
+	}
+	free(start);
+}
+
+static void on_checked(struct exchange *exchange, void *arg)
+{
+	struct file_start *start = arg;
+	const struct resources *resources = start->resources;
+	struct disk_check *check = &start->disk.check;
+	struct file_cache_entry *entry = start->entry;
+	if (check->work.skipped) {
+		file_cache_release(resources->file_cache, entry);
+		if (exchange_can_respond(exchange))
+			answer_error(exchange, 503); /* stopping */
+		free(start);
+		return;
+	}
+	/* The key the entry is cached under: a changed file is opened again from it. */
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s", file_cache_path(entry));
+	bool unchanged = file_cache_checked(resources->file_cache, entry, &start->asked,
+					    check->fd_ok, &check->fd_info, check->path_ok,
+					    &check->path_info);
+	if (!exchange_can_respond(exchange)) {
+		if (unchanged)
+			file_cache_release(resources->file_cache, entry);
+		free(start);
+		return;
+	}
+	if (unchanged) {
+		answer_entry(exchange, resources, entry, start->etag);
+		free(start);
+		return;
+	}
+	/* Changed on the disk: opened again, from the path the entry was cached under. */
+	open_file(exchange, resources, start, start->mid, path, start->etag);
 }
 
 /* Opens (or finds open) the file at path and answers with it, or 404 and a log line. */
@@ -61,31 +229,35 @@ static void answer_path(struct exchange *exchange, const struct resources *resou
 			const char *mid, const char *path, const char *document_etag)
 {
 	const struct settings *settings = exchange_snapshot(exchange);
-	struct file_cache_entry *entry =
-		file_cache_get(resources->file_cache, path, settings->file_lines_generation);
-	if (entry == NULL) {
-		struct opened_file file;
-		int error_number;
-		enum media_status status =
-			media_open(&resources->media_roots, path, &file, &error_number);
-		if (status != MEDIA_OK) {
-			log_warn("mid=%s: %s: %s%s%s", mid, path, media_status_describe(status),
-				 error_number ? ": " : "", error_number ? strerror(error_number) : "");
-			answer_error(exchange, 404);
-			return;
-		}
-		entry = file_cache_insert(resources->file_cache, path, &file,
-					  settings->file_lines_generation,
-					  settings->config.cache_control);
-		if (entry == NULL) {
-			log_error("mid=%s: out of memory opening the file", mid);
-			answer_error(exchange, 500);
-			return;
-		}
+	struct file_cache_entry *entry;
+	struct file_cache_check asked;
+	switch (file_cache_get(resources->file_cache, path, settings->file_lines_generation, &entry,
+			       &asked)) {
+	case FILE_CACHE_HIT:
+		answer_entry(exchange, resources, entry, document_etag);
+		return;
+	case FILE_CACHE_MISS:
+		open_file(exchange, resources, NULL, mid, path, document_etag);
+		return;
+	case FILE_CACHE_CHECK:
+		break;
 	}
-	answer_file(exchange, resources, file_cache_file(entry), document_etag);
-	/* Answers still sending hold their own segment references. */
-	file_cache_release(resources->file_cache, entry);
+	struct file_start *start = calloc(1, sizeof(*start));
+	if (start == NULL) {
+		file_cache_release(resources->file_cache, entry);
+		log_error("mid=%s: out of memory checking the file", mid);
+		answer_error(exchange, 500);
+		return;
+	}
+	start->resources = resources;
+	start->entry = entry;
+	start->asked = asked;
+	snprintf(start->mid, sizeof(start->mid), "%s", mid);
+	snprintf(start->etag, sizeof(start->etag), "%s", document_etag);
+	start->disk.check.fd = asked.fd;
+	start->disk.check.path = asked.path;
+	submit_start(exchange, start, disk_check_run,
+		     (unsigned)file_cache_file(entry)->root_index, on_checked);
 }
 
 static void answer_gridfs(struct exchange *exchange, const struct resources *resources,
@@ -104,6 +276,8 @@ static void answer_gridfs(struct exchange *exchange, const struct resources *res
 		.gridfs = &file.entry,
 		.spool = resources->gridfs_spool,
 		.pool = resources->db,
+		.io = resources->disk,
+		.lane = DISK_LANE_SPOOL((unsigned)resources->media_roots.count),
 	};
 	file_answer(exchange, &file.representation, &body);
 }

@@ -12,9 +12,11 @@
  * adds a part, a callback on the output wakes a waiter once the socket took
  * enough (exchange_stream_when_drained: the sender's backpressure), and the
  * append that completes Content-Length puts evhttp's write callback back and
- * ends the request as exchange_send does. A paced answer (exchange_pace) is
- * sent as such a stream whatever its body: pacing.c records the body and
- * feeds it a slice at a time (exchange_stream_added).
+ * ends the request as exchange_send does. A paced answer (exchange_pace), or
+ * one whose file goes out a window at a time once the disk has it
+ * (exchange_feed_windows), is sent as such a stream whatever its body:
+ * feed.c records the body and moves it to the output a part at a time,
+ * telling what it moved through its sink (stream_added).
  */
 #include "wire/exchange.h"
 #include "wire/wire_state.h"
@@ -269,11 +271,20 @@ void exchange_pace(struct exchange *exchange, uint64_t rate, uint64_t after)
 	exchange->pace_after = after;
 }
 
-/* The request side ended: the client's place goes back, and a paced body's rest with it. */
+/* A gate that no feed took (no body after all) is given back. */
+static void drop_gate(struct exchange *exchange)
+{
+	if (exchange->gate.ready != NULL)
+		exchange->gate.release(exchange->gate.arg);
+	exchange->gate.ready = NULL;
+}
+
+/* The request side ended: the client's place goes back, and a fed body's rest with it. */
 static void end_client_limits(struct exchange *exchange)
 {
-	pacing_free(exchange->pacing);
-	exchange->pacing = NULL;
+	feed_free(exchange->feed);
+	exchange->feed = NULL;
+	drop_gate(exchange);
 	if (exchange->client_place != NULL)
 		address_counts_give(exchange->client_place);
 	exchange->client_place = NULL;
@@ -633,6 +644,33 @@ static struct bufferevent *queue_head(struct exchange *exchange, struct response
 	return make_head(exchange, head, text, &length, 0);
 }
 
+int exchange_body_add(struct exchange_body *body, const void *data, size_t length)
+{
+	if (body->feed != NULL)
+		return feed_add_text(body->feed, data, length);
+	if (exchange_body_queue_kept(body) < 0)
+		return -1;
+	if (body->file_bytes == 0)
+		body->text_before_file += length;
+	return evbuffer_add(body->output, data, length);
+}
+
+int exchange_body_add_segment(struct exchange_body *body, struct evbuffer_file_segment *segment,
+			      int fd, uint64_t offset, uint64_t length)
+{
+	if (body->feed != NULL)
+		return feed_add_segment(body->feed, segment, fd, offset, length);
+	int kept = exchange_body_keep_part(body, segment, fd, offset, length);
+	if (kept < 0) {
+		evbuffer_file_segment_free(segment); /* as a failed add would */
+		return -1;
+	}
+	body->file_bytes += length;
+	if (kept)
+		return 0;
+	return evbuffer_add_file_segment(body->output, segment, (ev_off_t)offset, (ev_off_t)length);
+}
+
 int exchange_body_queue_kept(struct exchange_body *body)
 {
 	if (body->head == NULL)
@@ -728,8 +766,8 @@ static void write_only(struct exchange *exchange, struct bufferevent *bev,
 	exchange->req->chunked = 0;
 }
 
-static void send_paced(struct exchange *exchange, struct response_head *head,
-		       uint64_t body_length, exchange_fill_cb fill, const void *context);
+static void send_fed(struct exchange *exchange, struct response_head *head, uint64_t body_length,
+		     exchange_fill_cb fill, const void *context);
 
 void exchange_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
 		   exchange_fill_cb fill, const void *context)
@@ -737,10 +775,11 @@ void exchange_send(struct exchange *exchange, struct response_head *head, uint64
 	if (!exchange_can_respond(exchange))
 		return;
 	int with_body = fill != NULL && body_length > 0 && !exchange_is_head(exchange);
-	if (with_body && exchange->pace_rate > 0) {
-		send_paced(exchange, head, body_length, fill, context);
+	if (with_body && (exchange->pace_rate > 0 || exchange->gate.ready != NULL)) {
+		send_fed(exchange, head, body_length, fill, context);
 		return;
 	}
+	drop_gate(exchange); /* no body to feed */
 	char text[RESPONSE_HEAD_MAX];
 	size_t length;
 	struct evhttp_connection *evcon = evhttp_request_get_connection(exchange->req);
@@ -816,10 +855,71 @@ static void on_output_changed(struct evbuffer *output, const struct evbuffer_cb_
 			      void *arg)
 {
 	struct exchange *exchange = arg;
-	(void)output;
-	if (info->n_deleted > 0 && exchange->on_drained != NULL &&
-	    exchange_stream_queued(exchange) <= exchange->drain_low)
+	if (info->n_deleted == 0)
+		return;
+	if (exchange->feed != NULL)
+		feed_output_changed(exchange->feed, evbuffer_get_length(output));
+	if (exchange->on_drained != NULL && exchange_stream_queued(exchange) <= exchange->drain_low)
 		event_active(exchange->drained, EV_TIMEOUT, 1);
+}
+
+static void stream_added(struct exchange *exchange, size_t length);
+
+/* The feed's sink: what it moved to the output. */
+static void on_feed_added(void *context, size_t length)
+{
+	stream_added(context, length);
+}
+
+static void on_feed_failed(void *context)
+{
+	log_error("out of memory feeding a response; closing the connection");
+	exchange_stream_abort(context);
+}
+
+/*
+ * exchange->feed for the pacing and the gate set, before the body is recorded
+ * (the gate is the feed's from here); 0, or -1 (logged, the connection closed)
+ * if out of memory.
+ */
+static int start_feed(struct exchange *exchange, struct bufferevent *bev)
+{
+	struct feed_sink sink = {
+		.base = exchange->server->base,
+		.output = bufferevent_get_output(bev),
+		.added = on_feed_added,
+		.failed = on_feed_failed,
+		.context = exchange,
+	};
+	struct feed_gate gate = exchange->gate;
+	exchange->gate.ready = NULL;
+	exchange->feed =
+		feed_new(&sink, exchange->pace_rate, exchange->pace_after,
+			 gate.ready != NULL ? &gate : NULL);
+	if (exchange->feed == NULL) {
+		log_error("out of memory for a fed response; closing the connection");
+		exchange->streaming = 0;
+		evbuffer_remove_cb_entry(bufferevent_get_output(bev), exchange->drain_watch);
+		exchange->drain_watch = NULL;
+		evhttp_connection_free(evhttp_request_get_connection(exchange->req));
+		return -1;
+	}
+	if (exchange->pace_rate > 0)
+		metrics_count_paced(exchange->server->settings->metrics);
+	return 0;
+}
+
+void exchange_feed_windows(struct exchange *exchange, feed_gate_fn ready, void (*release)(void *arg),
+			   void *arg, uint64_t window)
+{
+	drop_gate(exchange);
+	exchange->gate = (struct feed_gate){ready, release, arg, window};
+}
+
+void exchange_window_arrived(struct exchange *exchange)
+{
+	if (exchange->feed != NULL && exchange->streaming)
+		feed_run(exchange->feed);
 }
 
 int exchange_stream_start(struct exchange *exchange, struct response_head *head, uint64_t body_length)
@@ -852,8 +952,8 @@ int exchange_stream_start(struct exchange *exchange, struct response_head *head,
 	exchange->body_length = body_length;
 	exchange->body_appended = 0;
 	exchange->streaming = 1;
-	if (exchange->pace_rate > 0 && pacing_start(exchange) < 0)
-		log_warn("out of memory pacing a response: it goes at full speed");
+	if ((exchange->pace_rate > 0 || exchange->gate.ready != NULL) && start_feed(exchange, bev) < 0)
+		return -1; /* the connection is closing */
 	send_timeouts(exchange, bev);
 	/*
 	 * No write callback until the last byte is queued: evhttp_write_cb calls
@@ -878,10 +978,10 @@ size_t exchange_stream_queued(const struct exchange *exchange)
 		return 0;
 	struct evhttp_connection *evcon = evhttp_request_get_connection(exchange->req);
 	return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon))) +
-	       (size_t)pacing_held(exchange->pacing);
+	       (size_t)feed_held(exchange->feed);
 }
 
-void exchange_stream_added(struct exchange *exchange, size_t length)
+static void stream_added(struct exchange *exchange, size_t length)
 {
 	struct bufferevent *bev =
 		evhttp_connection_get_bufferevent(evhttp_request_get_connection(exchange->req));
@@ -906,44 +1006,40 @@ int exchange_stream_append(struct exchange *exchange, struct evbuffer *part)
 	struct bufferevent *bev =
 		evhttp_connection_get_bufferevent(evhttp_request_get_connection(exchange->req));
 	size_t length = evbuffer_get_length(part);
-	/* What a paced body still holds is promised too. */
-	uint64_t room =
-		exchange->body_length - exchange->body_appended - pacing_held(exchange->pacing);
+	/* What a fed body still holds is promised too. */
+	uint64_t room = exchange->body_length - exchange->body_appended - feed_held(exchange->feed);
 	if (length > room ||
-	    (exchange->pacing != NULL ? pacing_add_part(exchange->pacing, part)
-				      : evbuffer_add_buffer(bufferevent_get_output(bev), part)) < 0) {
+	    (exchange->feed != NULL ? feed_add_part(exchange->feed, part)
+				    : evbuffer_add_buffer(bufferevent_get_output(bev), part)) < 0) {
 		log_error("a streamed body part does not fit its Content-Length or memory; "
 			  "closing the connection");
 		exchange_stream_abort(exchange);
 		return -1;
 	}
-	if (exchange->pacing != NULL)
-		pacing_feed(exchange);
+	if (exchange->feed != NULL)
+		feed_run(exchange->feed);
 	else
-		exchange_stream_added(exchange, length);
+		stream_added(exchange, length);
 	return 0;
 }
 
 /*
- * A paced answer whose body is all known now (exchange_send): the head goes
- * first, the body is recorded, and pacing feeds it to the output as a
- * stream's parts are.
+ * A fed answer (paced, or through the disk's windows) whose body is all known
+ * now (exchange_send): the head goes first, the body is recorded, and the
+ * feed moves it to the output as a stream's parts are.
  */
-static void send_paced(struct exchange *exchange, struct response_head *head,
-		       uint64_t body_length, exchange_fill_cb fill, const void *context)
+static void send_fed(struct exchange *exchange, struct response_head *head, uint64_t body_length,
+		     exchange_fill_cb fill, const void *context)
 {
 	if (exchange_stream_start(exchange, head, body_length) != 0)
 		return; /* the connection is closing */
 	struct evhttp_connection *evcon = evhttp_request_get_connection(exchange->req);
 	struct exchange_body body = {
 		.output = bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)),
-		.pacing = exchange->pacing,
+		.feed = exchange->feed,
 	};
 	fill(&body, context);
-	if (exchange->pacing != NULL)
-		pacing_feed(exchange);
-	else
-		exchange_stream_added(exchange, (size_t)body_length); /* no memory to pace it */
+	feed_run(exchange->feed);
 }
 
 int exchange_stream_when_drained(struct exchange *exchange, size_t low, exchange_wait_cb on_drained,

@@ -47,6 +47,7 @@
 #include "base/metrics.h"
 #include "http/proxy_trust.h"
 #include "config/settings.h"
+#include "wire/feed.h"
 
 struct exchange;
 struct exchange_server;
@@ -182,6 +183,23 @@ enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned
  * exchange_stream_start.
  */
 void exchange_pace(struct exchange *exchange, uint64_t rate, uint64_t after);
+
+/* --- A file's bytes only once the disk has them --- */
+
+/*
+ * The body of the response to come goes out through gate: each range of a
+ * file (at most window bytes) is moved to the output only once
+ * ready(arg, fd, offset, length, ahead) says it may be sent from the loop
+ * (1); when it says not yet (0), the gate is bringing it in and calls
+ * exchange_window_arrived once it is there. release(arg) runs once the
+ * response no longer needs the gate (whether or not it used it). Before
+ * exchange_send.
+ */
+void exchange_feed_windows(struct exchange *exchange, feed_gate_fn ready,
+			   void (*release)(void *arg), void *arg, uint64_t window);
+
+/* The gate brought a range in (or gave up): the body is fed on, if it is still being sent. */
+void exchange_window_arrived(struct exchange *exchange);
 
 /* --- The response --- */
 

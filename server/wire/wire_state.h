@@ -11,6 +11,8 @@
  *                 line and counters, the head and body written (whole or streamed); the
  *                 one file that uses evhttp's private structures (event2/http_struct.h)
  *   wait.c        the wait for work finishing elsewhere, watching the client meanwhile
+ *   feed.c        a body moved to the output a part at a time (pacing, the disk's windows);
+ *                 it knows nothing of the others: it is told through its sink's callbacks
  */
 #ifndef MUSICD_WIRE_STATE_H
 #define MUSICD_WIRE_STATE_H
@@ -24,6 +26,7 @@
 #include "http/http_date.h"
 #include "http/proxy_trust.h"
 #include "http/request_scan.h"
+#include "wire/feed.h"
 #include "wire/linger.h"
 
 /* exchange.h's callback types, written out: that header is the wire's face, this its inside. */
@@ -137,18 +140,19 @@ struct exchange {
 	wire_wait_cb on_drained; /* pending exchange_stream_when_drained; holds a reference */
 	void *drain_arg;
 
-	/* The client's limits (exchange_pace, exchange_hold_client_place; pacing.c). */
+	/* The client's limits (exchange_pace, exchange_hold_client_place) and the disk's windows. */
 	uint64_t pace_rate, pace_after;	    /* rate 0: the body goes at full speed */
-	struct pacing *pacing;		    /* the paced body being fed (pacing.c); NULL: none */
+	struct feed_gate gate;		    /* exchange_feed_windows'; gate.ready NULL: none */
+	struct feed *feed;		    /* the body being fed (feed.h); NULL: none */
 	struct address_count *client_place; /* held until the request side ends; NULL: none */
 	char client[PROXY_TRUST_ADDRESS_MAX]; /* exchange_client's answer once worked out; "" before */
 };
 
-/* Where a fill puts the body (exchange_body_add*, pacing.c): one of the two. */
+/* Where a fill puts the body (exchange_body_add*): one of the two. */
 struct exchange_body {
-	struct evbuffer *output; /* not paced: the connection's output */
-	struct pacing *pacing;	 /* paced: the record */
-	/* Not paced: the text added before the first file segment, and the file bytes added. */
+	struct evbuffer *output; /* not fed: the connection's output */
+	struct feed *feed;	 /* fed (paced, or through the disk's windows): the record */
+	/* Not fed: the text added before the first file segment, and the file bytes added. */
 	size_t text_before_file;
 	uint64_t file_bytes;
 	/*
@@ -217,9 +221,6 @@ void exchange_end_request_side(struct exchange *exchange, struct evhttp_connecti
 /* Drops a reference; the last frees the exchange. */
 void exchange_release(struct exchange *exchange);
 
-/* A streaming response's output got length more body bytes (pacing.c): written, or complete. */
-void exchange_stream_added(struct exchange *exchange, size_t length);
-
 /*
  * A file part a fill adds while body->head is kept off the output: 1 when
  * kept to go out directly with the head; else 0, with the head (and a part
@@ -230,31 +231,6 @@ int exchange_body_keep_part(struct exchange_body *body, struct evbuffer_file_seg
 
 /* Puts a kept head, and the part kept with it, on the output; 0, or -1 if out of memory. */
 int exchange_body_queue_kept(struct exchange_body *body);
-
-/* --- pacing.c (pacing.h says how) --- */
-
-struct pacing;
-
-/*
- * exchange->pacing for exchange->pace_rate and pace_after, before the body
- * is recorded; -1 if out of memory (the body then goes at full speed).
- */
-int pacing_start(struct exchange *exchange);
-
-/* Records a streamed part (its bytes move out of part); 0, or -1 if out of memory. */
-int pacing_add_part(struct pacing *pacing, struct evbuffer *part);
-
-/* Bytes recorded and not yet on the output (0 for NULL). */
-uint64_t pacing_held(const struct pacing *pacing);
-
-/*
- * Feeds the output what the allowance gives now, and waits for more or
- * for the socket. The exchange may be complete (and freed) when it returns.
- */
-void pacing_feed(struct exchange *exchange);
-
-/* Stops and frees it, dropping what was not sent. NULL is nothing. */
-void pacing_free(struct pacing *pacing);
 
 /* --- wait.c --- */
 

@@ -160,10 +160,36 @@ static void cache_file(const struct fixture *fixture, struct file_cache *cache, 
 	file_cache_release(cache, open_and_insert(fixture, cache, path, NULL));
 }
 
+/*
+ * What a request does (respond/track.c): file_cache_get, and for a CHECK the
+ * disk pool's fstat and stat (run here, on this thread) and file_cache_checked.
+ * The entry, borrowed, or NULL for a miss.
+ */
+static struct file_cache_entry *get(struct file_cache *cache, const char *path,
+				    uint64_t generation)
+{
+	struct file_cache_entry *entry;
+	struct file_cache_check asked;
+	switch (file_cache_get(cache, path, generation, &entry, &asked)) {
+	case FILE_CACHE_MISS:
+		return NULL;
+	case FILE_CACHE_HIT:
+		return entry;
+	case FILE_CACHE_CHECK:
+		break;
+	}
+	struct disk_check check = {.fd = asked.fd, .path = asked.path};
+	disk_check_run(&check.work);
+	return file_cache_checked(cache, entry, &asked, check.fd_ok, &check.fd_info, check.path_ok,
+				  &check.path_info)
+		       ? entry
+		       : NULL;
+}
+
 /* Whether get hits; gives back the reference it took. */
 static int hits(struct file_cache *cache, const char *path)
 {
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	if (entry != NULL)
 		file_cache_release(cache, entry);
 	return entry != NULL;
@@ -190,7 +216,7 @@ static void assert_segment_holds(const struct file_cache_entry *entry, const cha
 
 static struct file_cache *new_cache(size_t max_entries, unsigned valid, unsigned inactive)
 {
-	struct file_cache *cache = file_cache_new(max_entries, valid, inactive);
+	struct file_cache *cache = file_cache_new(max_entries, valid, inactive, NULL);
 	assert_non_null(cache);
 	return cache;
 }
@@ -273,7 +299,7 @@ static void test_get_on_an_empty_cache_misses(void **state)
 	track_path(fixture, TRACK_ROOT, "a.mp3", path);
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -286,7 +312,7 @@ static void test_insert_then_get_hits_the_same_entry(void **state)
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	struct file_cache_entry *inserted = open_and_insert(fixture, cache, path, NULL);
 	file_cache_release(cache, inserted);
-	struct file_cache_entry *found = file_cache_get(cache, path, 0);
+	struct file_cache_entry *found = get(cache, path, 0);
 	assert_ptr_equal(found, inserted);
 	assert_segment_holds(found, CONTENT);
 	file_cache_release(cache, found);
@@ -311,7 +337,7 @@ static void check_response(const struct fixture *fixture, const char *name, int 
 
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	file_cache_release(cache, open_and_insert(fixture, cache, path, cache_control));
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	const struct cached_file *response = file_cache_file(entry);
 	assert_int_equal(response->representation.size, strlen(CONTENT));
@@ -368,19 +394,19 @@ static void test_a_reload_makes_entries_of_older_settings_stale(void **state)
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	file_cache_release(cache, insert_as(fixture, cache, path, 1, "public, max-age=60"));
-	struct file_cache_entry *old = file_cache_get(cache, path, 1);
+	struct file_cache_entry *old = get(cache, path, 1);
 	assert_non_null(old);
 	assert_non_null(strstr(file_cache_file(old)->representation.file_lines,
 			       "Cache-Control: public, max-age=60\r\n"));
 
 	/* A request of generation 2: the entry's lines are of generation 1, so it misses. */
-	assert_null(file_cache_get(cache, path, 2));
+	assert_null(get(cache, path, 2));
 	struct file_cache_entry *fresh = insert_as(fixture, cache, path, 2, "no-cache");
 	assert_non_null(strstr(file_cache_file(fresh)->representation.file_lines,
 			       "Cache-Control: no-cache\r\n"));
 	assert_null(strstr(file_cache_file(fresh)->representation.file_lines, "max-age"));
 	file_cache_release(cache, fresh);
-	struct file_cache_entry *hit = file_cache_get(cache, path, 2);
+	struct file_cache_entry *hit = get(cache, path, 2);
 	assert_ptr_equal(hit, fresh);
 	file_cache_release(cache, hit);
 	/* The response still sending with the old lines keeps them whole. */
@@ -399,11 +425,11 @@ static void test_a_request_older_than_the_entry_leaves_it_cached(void **state)
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	file_cache_release(cache, insert_as(fixture, cache, path, 3, "no-cache"));
 	/* A request that began before the reload: not its headers, but not stale either. */
-	assert_null(file_cache_get(cache, path, 2));
+	assert_null(get(cache, path, 2));
 	struct file_cache_entry *own = insert_as(fixture, cache, path, 2, "private");
 	assert_string_equal(file_cache_file(own)->representation.cache_control, "private");
 	file_cache_release(cache, own); /* its own entry: closed here */
-	struct file_cache_entry *kept = file_cache_get(cache, path, 3);
+	struct file_cache_entry *kept = get(cache, path, 3);
 	assert_non_null(kept);
 	assert_string_equal(file_cache_file(kept)->representation.cache_control, "no-cache");
 	file_cache_release(cache, kept);
@@ -422,7 +448,7 @@ static void test_content_type_follows_the_extension(void **state)
 		track_path(fixture, TRACK_ROOT, names[i], path);
 		write_file(path, CONTENT);
 		cache_file(fixture, cache, path);
-		struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+		struct file_cache_entry *entry = get(cache, path, 0);
 		assert_non_null(entry);
 		assert_string_equal(file_cache_file(entry)->representation.content_type, types[i]);
 		file_cache_release(cache, entry);
@@ -455,7 +481,7 @@ static void test_empty_file_is_cached_with_size_zero(void **state)
 	etag_format(etag, mtime, 0);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_file(entry)->representation.size, 0);
 	assert_string_equal(file_cache_file(entry)->representation.etag, etag);
@@ -477,10 +503,10 @@ static void test_file_rewritten_in_place_is_a_miss_on_the_next_get(void **state)
 	write_file(path, NEW_CONTENT); /* O_TRUNC: the same inode */
 	assert_int_equal(stat(path, &after), 0);
 	assert_int_equal(after.st_ino, before.st_ino);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	/* The caller opens it again, and from then on the new version is served. */
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_file(entry)->representation.size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
@@ -499,7 +525,7 @@ static void test_same_size_rewrite_with_another_mtime_second_is_a_miss(void **st
 	cache_file(fixture, cache, path);
 	mtime.tv_sec += 1;
 	rewrite_same_size(path, mtime);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -514,7 +540,7 @@ static void test_same_size_rewrite_with_an_mtime_a_nanosecond_on_is_a_miss(void 
 	cache_file(fixture, cache, path);
 	mtime.tv_nsec += 1;
 	rewrite_same_size(path, mtime);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -529,7 +555,7 @@ static void test_size_change_is_a_miss_even_with_the_mtime_put_back(void **state
 	struct timespec mtime = mtime_of(path);
 	write_file(path, NEW_CONTENT);
 	set_mtime(path, mtime);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -543,7 +569,7 @@ static void test_file_replaced_by_rename_is_kept_until_the_path_is_due(void **st
 	cache_file(fixture, cache, path);
 	replace_file(path, NEW_CONTENT);
 	/* Not checked yet: the old file, whole and consistent. */
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_file(entry)->representation.size, strlen(CONTENT));
 	assert_segment_holds(entry, CONTENT);
@@ -561,7 +587,7 @@ static void test_file_replaced_by_rename_is_a_miss_when_checked_every_time(void 
 	cache_file(fixture, cache, path);
 	assert_true(hits(cache, path));
 	replace_file(path, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -581,7 +607,7 @@ static void test_lookalike_replacement_is_a_miss_when_checked(void **state)
 	write_file(fresh, same_size);
 	set_mtime(fresh, mtime_of(path));
 	assert_int_equal(rename(fresh, path), 0);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -639,7 +665,7 @@ static void test_deleted_file_is_a_miss_when_checked_every_time(void **state)
 	cache_file(fixture, cache, path);
 	assert_true(hits(cache, path));
 	assert_int_equal(unlink(path), 0);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -652,7 +678,7 @@ static void test_deleted_file_is_kept_until_the_path_is_due(void **state)
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	cache_file(fixture, cache, path);
 	assert_int_equal(unlink(path), 0);
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	assert_segment_holds(entry, CONTENT);
 	file_cache_release(cache, entry);
@@ -671,9 +697,9 @@ static void test_disabled_cache_gives_a_private_entry_and_never_hits(void **stat
 	assert_string_equal(file_cache_file(entry)->representation.content_type, "audio/mpeg");
 	assert_segment_holds(entry, CONTENT);
 	/* Not even while the inserting caller still holds it. */
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_release(cache, entry);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	assert_int_equal(file_cache_stats(cache).entries, 0);
 	file_cache_free(cache);
 }
@@ -688,7 +714,7 @@ static void test_insert_of_a_cached_path_replaces_its_entry(void **state)
 	cache_file(fixture, cache, path);
 	replace_file(path, NEW_CONTENT);
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_file(entry)->representation.size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
@@ -788,7 +814,7 @@ static void test_entry_borrowed_while_evicted_stays_usable_until_released(void *
 	struct cache_stats stats = file_cache_stats(cache);
 	assert_int_equal(stats.entries, 1);
 	assert_int_equal(stats.evictions, 1);
-	assert_null(file_cache_get(cache, first, 0));
+	assert_null(get(cache, first, 0));
 	/* Its response and its open file are intact until released. */
 	assert_int_equal(file_cache_file(borrowed)->representation.size, strlen(CONTENT));
 	assert_string_equal(file_cache_file(borrowed)->resolved_path, first);
@@ -806,11 +832,11 @@ static void test_entry_borrowed_by_get_while_evicted_stays_usable(void **state)
 	write_file(path, CONTENT);
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *borrowed = file_cache_get(cache, path, 0);
+	struct file_cache_entry *borrowed = get(cache, path, 0);
 	assert_non_null(borrowed);
 	/* Rewritten in place: the next get evicts the entry this caller still holds. */
 	write_file(path, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	assert_int_equal(file_cache_stats(cache).entries, 0);
 	assert_int_equal(file_cache_file(borrowed)->representation.size, strlen(CONTENT));
 	assert_non_null(file_cache_file(borrowed)->segment);
@@ -885,8 +911,8 @@ static void test_expire_closes_entries_unused_for_the_inactive_time(void **state
 	/* Closed once unused for the inactive time, and not later. */
 	assert_true(clock_coarse_seconds() - inserted_at >= 1);
 	assert_true(emptied_at - inserted_at <= 1);
-	assert_null(file_cache_get(cache, first, 0));
-	assert_null(file_cache_get(cache, second, 0));
+	assert_null(get(cache, first, 0));
+	assert_null(get(cache, second, 0));
 	file_cache_free(cache);
 }
 
@@ -907,7 +933,7 @@ static void test_expire_spares_an_entry_used_recently(void **state)
 	file_cache_expire(cache);
 	assert_int_equal(file_cache_stats(cache).entries, 1);
 	assert_true(hits(cache, used));
-	assert_null(file_cache_get(cache, idle, 0));
+	assert_null(get(cache, idle, 0));
 	file_cache_free(cache);
 }
 
@@ -1002,7 +1028,7 @@ static void cache_file_and_hit(const struct fixture *fixture, struct file_cache 
 			       const char *path)
 {
 	cache_file(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	file_cache_release(cache, entry);
 }
@@ -1021,7 +1047,7 @@ static void test_a_file_cached_but_not_yet_asked_for_again_holds_no_lease(void *
 	assert_int_equal(leases_held(), before);
 	/* Until then a rewrite is still seen, by fstat. */
 	write_file(path, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1041,7 +1067,7 @@ static void test_a_file_with_two_names_is_checked_by_fstat_not_leased(void **sta
 	assert_int_equal(leases_held(), before);
 	/* A rewrite through the other name is still seen at once. */
 	write_file(other_name, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1076,7 +1102,7 @@ static void test_leased_file_is_a_miss_as_soon_as_a_writer_has_opened_it(void **
 	/* Nothing written yet: the open alone, once it returns, has marked the entry. */
 	int writer = open(path, O_WRONLY | O_CLOEXEC);
 	assert_true(writer >= 0);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	assert_int_equal(file_cache_leased(cache), 0);
 	assert_int_equal(close(writer), 0);
 	file_cache_free(cache);
@@ -1103,7 +1129,7 @@ static void test_writer_is_held_back_until_the_lease_is_given_up_and_no_longer(v
 		assert_false(waited_too_long(&begun));
 		pause_briefly();
 	}
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	assert_int_equal(close(writer), 0);
 	file_cache_free(cache);
 }
@@ -1123,9 +1149,9 @@ static void test_leased_file_rewritten_in_place_with_a_new_length_is_a_miss(void
 	write_file(path, NEW_CONTENT);
 	assert_int_equal(stat(path, &after), 0);
 	assert_int_equal(after.st_ino, before.st_ino);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	cache_file_and_hit(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_file(entry)->representation.size, strlen(NEW_CONTENT));
 	assert_segment_holds(entry, NEW_CONTENT);
@@ -1145,9 +1171,9 @@ static void test_leased_file_truncated_by_path_is_a_miss(void **state)
 	cache_file_and_hit(fixture, cache, path);
 	assert_int_equal(file_cache_leased(cache), 1);
 	assert_int_equal(truncate(path, 3), 0); /* no open: truncate breaks the lease itself */
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	cache_file_and_hit(fixture, cache, path);
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	assert_int_equal(file_cache_file(entry)->representation.size, 3);
 	file_cache_release(cache, entry);
@@ -1166,7 +1192,7 @@ static void test_file_truncated_to_nothing_through_a_descriptor_is_a_miss(void *
 	assert_true(writer >= 0);
 	assert_int_equal(ftruncate(writer, 0), 0);
 	assert_int_equal(close(writer), 0);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1181,7 +1207,7 @@ static void test_rewrite_through_a_hard_link_is_a_miss(void **state)
 	struct file_cache *cache = new_cache(MAX_ENTRIES, LONG_TIME, LONG_TIME);
 	cache_file_and_hit(fixture, cache, path);
 	write_file(other, NEW_CONTENT); /* the same inode under another name */
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1199,7 +1225,7 @@ static void test_file_open_for_writing_when_cached_is_checked_by_fstat_instead(v
 	assert_int_equal(file_cache_leased(cache), 0);
 	assert_true(hits(cache, path));
 	assert_int_equal(write(writer, "more", 4), 4);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	assert_int_equal(close(writer), 0);
 	file_cache_free(cache);
 }
@@ -1223,7 +1249,7 @@ static void test_file_open_for_writing_when_cached_is_leased_at_a_later_path_che
 	assert_int_equal(file_cache_leased(cache), 1);
 	/* And from then on the lease tells. */
 	write_file(path, NEW_CONTENT);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1240,7 +1266,7 @@ static void *read_until_stopped(void *argument)
 	struct reader *reader = argument;
 	while (!atomic_load(reader->stop) && reader->gets < 10 * 1000 * 1000) {
 		int opened = atomic_load(reader->writer_opened);
-		struct file_cache_entry *entry = file_cache_get(reader->cache, reader->path, 0);
+		struct file_cache_entry *entry = get(reader->cache, reader->path, 0);
 		reader->gets++;
 		if (entry == NULL)
 			continue;
@@ -1303,7 +1329,7 @@ static void test_mtime_changed_without_a_write_is_a_miss_when_the_path_is_due(vo
 	cache_file_and_hit(fixture, cache, path);
 	mtime.tv_sec += 1;
 	set_mtime(path, mtime);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	file_cache_free(cache);
 }
 
@@ -1321,7 +1347,7 @@ static void test_leased_file_with_only_its_mtime_changed_is_kept_until_the_path_
 	/* Same bytes, so the old validators still name them: like a rename, seen at the check. */
 	mtime.tv_sec += 1;
 	set_mtime(path, mtime);
-	struct file_cache_entry *entry = file_cache_get(cache, path, 0);
+	struct file_cache_entry *entry = get(cache, path, 0);
 	assert_non_null(entry);
 	assert_segment_holds(entry, CONTENT);
 	file_cache_release(cache, entry);
@@ -1401,7 +1427,7 @@ static void test_entry_evicted_while_borrowed_gives_up_its_lease_at_once(void **
 	int descriptors = descriptors_open(), leases = leases_held();
 	struct file_cache *cache = new_cache(1, LONG_TIME, LONG_TIME);
 	struct file_cache_entry *borrowed = open_and_insert(fixture, cache, first, NULL);
-	file_cache_release(cache, file_cache_get(cache, first, 0)); /* its first hit: leased */
+	file_cache_release(cache, get(cache, first, 0)); /* its first hit: leased */
 	assert_int_equal(leases_held(), leases + 1);
 	cache_file_and_hit(fixture, cache, second); /* evicts the first, still borrowed */
 	assert_int_equal(leases_held(), leases + 1);
@@ -1430,12 +1456,12 @@ static void test_stats_count_hits_and_misses_exactly(void **state)
 	assert_int_equal(stats.misses, 0);
 	assert_int_equal(stats.evictions, 0);
 	assert_int_equal(stats.entries, 0);
-	assert_null(file_cache_get(cache, path, 0));
+	assert_null(get(cache, path, 0));
 	cache_file(fixture, cache, path);
 	assert_true(hits(cache, path));
 	assert_true(hits(cache, path));
 	assert_true(hits(cache, path));
-	assert_null(file_cache_get(cache, other, 0));
+	assert_null(get(cache, other, 0));
 	stats = file_cache_stats(cache);
 	assert_int_equal(stats.hits, 3);
 	assert_int_equal(stats.misses, 2);

@@ -28,6 +28,7 @@ static const char *const LIVE_SETTINGS[] = {
 	"trusted-proxy", "access-log", "log-level", "cors-origin",
 	"url-signing-key-file", "url-signing-leeway", "url-signing-parameter",
 	"limit-rate", "limit-rate-after", "max-streams-per-client",
+	"disk-queue-timeout", "disk-window",
 };
 #define LIVE_COUNT (sizeof(LIVE_SETTINGS) / sizeof(LIVE_SETTINGS[0]))
 

@@ -1,0 +1,31 @@
+/*
+ * disk_gate: the disk's say on a streaming file body (wire/feed.h's gate).
+ * Before each window of the file goes to the output, one residency check on
+ * the loop (disk_residency); a window not in the page cache is brought in by
+ * the disk pool (a continuation: never refused, never queued behind starts),
+ * and the body goes on once it is there. While a window is sent, the next
+ * one is read ahead, so a stream on a slow disk has one window on the wire
+ * and one coming. A window read ahead and found evicted before its send is
+ * counted (musicd_disk_evicted_sends_total) and read again.
+ *
+ * Ownership: the gate is held by the response's feed (released when the
+ * response ends) and by its read in flight (until the read's delivery has
+ * run); the last of the two frees it.
+ */
+#ifndef MUSICD_DISK_GATE_H
+#define MUSICD_DISK_GATE_H
+
+#include <stdint.h>
+
+#include "media/disk_io.h"
+#include "wire/exchange.h"
+
+/*
+ * Puts the next answer of exchange through a gate reading lane of io, window
+ * bytes at a time (exchange_feed_windows); -1 if out of memory (the answer
+ * then goes out ungated).
+ */
+int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lane,
+		     uint64_t window);
+
+#endif
