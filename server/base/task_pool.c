@@ -44,6 +44,8 @@ struct task_pool {
 	pthread_cond_t finished; /* a thread ended a task, or exited */
 	bool stopping;
 	bool abandoning;	 /* tasks still running hand nothing back */
+	bool orphaned;		 /* freed by its owner while a task never returned: the last
+				    thread to exit frees it */
 	unsigned next_lane;	 /* where the next look for work starts */
 	unsigned threads_alive;	 /* threads not yet returned from their function */
 	unsigned running;	 /* tasks being run, all lanes */
@@ -123,6 +125,14 @@ static void count_wait(struct task_pool *pool, const struct task *task)
 	pool->wait.sum_seconds += clock_seconds_since(&task->queued_at);
 }
 
+static void destroy(struct task_pool *pool)
+{
+	pthread_cond_destroy(&pool->finished);
+	pthread_cond_destroy(&pool->work);
+	pthread_mutex_destroy(&pool->lock);
+	free(pool);
+}
+
 static void *thread_main(void *arg)
 {
 	struct task_pool *pool = arg;
@@ -158,9 +168,11 @@ static void *thread_main(void *arg)
 		pthread_cond_broadcast(&pool->work);
 		pthread_cond_broadcast(&pool->finished);
 	}
-	pool->threads_alive--;
+	bool last_of_orphan = --pool->threads_alive == 0 && pool->orphaned;
 	pthread_cond_broadcast(&pool->finished);
 	pthread_mutex_unlock(&pool->lock);
+	if (last_of_orphan)
+		destroy(pool);
 	return NULL;
 }
 
@@ -298,20 +310,21 @@ void task_pool_free(struct task_pool *pool)
 		task_pool_quiesce(pool, 0);
 	pthread_mutex_lock(&pool->lock);
 	bool stuck = pool->running > 0;
-	pthread_mutex_unlock(&pool->lock);
 	if (stuck) {
-		/* A thread is inside a task that never returned: it keeps the pool, and the
-		 * process ends around it. The others are let go. */
+		/*
+		 * A thread is inside a task that has not returned: the threads are let go,
+		 * and the last of them to return frees the pool (if the process lasts).
+		 */
+		pool->orphaned = true;
 		for (unsigned i = 0; i < pool->started; i++)
 			pthread_detach(pool->threads[i]);
-		return;
 	}
+	pthread_mutex_unlock(&pool->lock);
+	if (stuck)
+		return;
 	for (unsigned i = 0; i < pool->started; i++)
 		pthread_join(pool->threads[i], NULL);
-	pthread_cond_destroy(&pool->finished);
-	pthread_cond_destroy(&pool->work);
-	pthread_mutex_destroy(&pool->lock);
-	free(pool);
+	destroy(pool);
 }
 
 struct task_pool_limits task_pool_limits_of(const struct task_pool *pool)

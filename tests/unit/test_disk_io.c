@@ -1,0 +1,299 @@
+/*
+ * Unit tests for server/media/disk_io.h, on real files in a temporary
+ * directory: the residency check tells cached from evicted bytes (and never
+ * reads); a read-ahead brings a window in; an open resolves below the roots
+ * and reports the filesystem; a check fstats and stats; the lanes follow the
+ * roots as written; segments close their descriptors through the pool, off
+ * the caller's thread; and the work is handed back through the owner's event.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "media/disk_io.h"
+
+#define TEMP_TEMPLATE "/tmp/musicd-test-disk-io.XXXXXX"
+#define FILE_SIZE (4 * 1024 * 1024)
+#define WINDOW (1024 * 1024)
+#define WAIT_STEP_NS (1000 * 1000)
+#define WAIT_LIMIT_STEPS 5000
+
+struct fixture {
+	char directory[sizeof(TEMP_TEMPLATE)];
+	char track[PATH_MAX];
+	struct media_roots roots;
+	struct disk_io *io;
+	struct event_base *base;
+};
+
+static void write_track(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	char block[65536];
+	for (size_t i = 0; i < sizeof(block); i++)
+		block[i] = (char)(i * 7);
+	for (size_t written = 0; written < FILE_SIZE; written += sizeof(block))
+		assert_int_equal(write(fd, block, sizeof(block)), (ssize_t)sizeof(block));
+	assert_int_equal(fsync(fd), 0); /* clean pages: POSIX_FADV_DONTNEED can drop them */
+	assert_int_equal(close(fd), 0);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fixture = calloc(1, sizeof(*fixture));
+	assert_non_null(fixture);
+	memcpy(fixture->directory, TEMP_TEMPLATE, sizeof(TEMP_TEMPLATE));
+	assert_non_null(mkdtemp(fixture->directory));
+	snprintf(fixture->track, sizeof(fixture->track), "%s/track.mp3", fixture->directory);
+	write_track(fixture->track);
+	char error[256];
+	char *given[] = {fixture->directory};
+	assert_int_equal(media_roots_resolve(&fixture->roots, given, 1, error, sizeof(error)), 0);
+	struct disk_io_limits limits = {.threads = 2, .root_threads = 2, .queue = 8};
+	fixture->io = disk_io_new(&limits, 1, error, sizeof(error));
+	assert_non_null(fixture->io);
+	evthread_use_pthreads();
+	fixture->base = event_base_new();
+	assert_non_null(fixture->base);
+	*state = fixture;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fixture = *state;
+	disk_io_free(fixture->io);
+	event_base_free(fixture->base);
+	media_roots_free(&fixture->roots);
+	unlink(fixture->track);
+	assert_int_equal(rmdir(fixture->directory), 0);
+	free(fixture);
+	return 0;
+}
+
+static int open_track(const struct fixture *fixture)
+{
+	int fd = open(fixture->track, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static void evict(int fd)
+{
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+}
+
+/* The owner's side of a piece of work: its event, run on the test's loop until delivered. */
+static int delivered;
+
+static void on_delivered(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	delivered++;
+}
+
+static void run_on_pool(struct fixture *fixture, struct disk_work *work, disk_work_fn run,
+			unsigned lane, enum task_kind kind)
+{
+	struct event *delivery = event_new(fixture->base, -1, 0, on_delivered, NULL);
+	assert_non_null(delivery);
+	work->delivery = delivery;
+	int before = delivered;
+	assert_int_equal(disk_io_submit(fixture->io, work, run, lane, kind), 0);
+	for (int i = 0; delivered == before && i < WAIT_LIMIT_STEPS; i++) {
+		event_base_loop(fixture->base, EVLOOP_NONBLOCK);
+		struct timespec pause = {0, WAIT_STEP_NS};
+		nanosleep(&pause, NULL);
+	}
+	assert_int_equal(delivered, before + 1);
+	event_free(delivery);
+}
+
+static void test_evicted_bytes_are_not_cached_and_checking_reads_nothing(void **state)
+{
+	struct fixture *fixture = *state;
+	int fd = open_track(fixture);
+	evict(fd);
+	assert_int_equal(disk_residency(fd, 0, WINDOW), DISK_NOT_CACHED);
+	assert_int_equal(disk_residency(fd, FILE_SIZE - WINDOW, WINDOW), DISK_NOT_CACHED);
+	/* Asking did not bring anything in. */
+	assert_int_equal(disk_residency(fd, 0, WINDOW), DISK_NOT_CACHED);
+	assert_int_equal(disk_residency(fd, 0, 0), DISK_CACHED); /* nothing to send */
+	close(fd);
+}
+
+static void test_a_read_ahead_brings_exactly_its_window_in(void **state)
+{
+	struct fixture *fixture = *state;
+	int fd = open_track(fixture);
+	evict(fd);
+	struct disk_read read = {.fd = fd, .offset = WINDOW, .length = WINDOW};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_CONTINUE);
+	assert_false(read.work.skipped);
+	assert_int_equal(read.error_number, 0);
+	assert_int_equal(read.read, WINDOW);
+	assert_int_equal(disk_residency(fd, WINDOW, WINDOW), DISK_CACHED);
+	/* A partly cached range is not cached (one page in a window is enough to wait for). */
+	evict(fd);
+	char byte;
+	assert_int_equal(pread(fd, &byte, 1, 0), 1);
+	assert_int_equal(disk_residency(fd, 0, 4096), DISK_CACHED);
+	assert_int_equal(disk_residency(fd, 3 * WINDOW, WINDOW), DISK_NOT_CACHED);
+	struct metrics_disk_snapshot stats;
+	disk_io_collect(fixture->io, &stats);
+	assert_int_equal(stats.read_ahead_bytes, WINDOW);
+	assert_int_equal(stats.read_errors, 0);
+	close(fd);
+}
+
+static void test_a_read_past_the_end_reads_what_there_is(void **state)
+{
+	struct fixture *fixture = *state;
+	int fd = open_track(fixture);
+	struct disk_read read = {.fd = fd, .offset = FILE_SIZE - 100, .length = WINDOW};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_START);
+	assert_int_equal(read.error_number, 0);
+	assert_int_equal(read.read, 100);
+	close(fd);
+}
+
+static void test_a_failed_read_says_why(void **state)
+{
+	struct fixture *fixture = *state;
+	int fd = open(fixture->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct disk_read read = {.fd = fd, .offset = 0, .length = WINDOW};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_START);
+	assert_int_not_equal(read.error_number, 0);
+	struct metrics_disk_snapshot stats;
+	disk_io_collect(fixture->io, &stats);
+	assert_int_equal(stats.read_errors, 1);
+	close(fd);
+}
+
+static void test_an_open_resolves_below_a_root_and_knows_its_filesystem(void **state)
+{
+	struct fixture *fixture = *state;
+	struct disk_open open = {.roots = &fixture->roots};
+	snprintf(open.path, sizeof(open.path), "%s", fixture->track);
+	run_on_pool(fixture, &open.work, disk_open_run, 0, TASK_START);
+	assert_int_equal(open.status, MEDIA_OK);
+	assert_int_equal(open.file.size, FILE_SIZE);
+	assert_int_equal(open.file.root_index, 0);
+	struct stat info;
+	assert_int_equal(fstat(open.file.fd, &info), 0);
+	assert_int_equal(info.st_ino, open.file.inode);
+	close(open.file.fd);
+
+	struct disk_open outside = {.roots = &fixture->roots};
+	snprintf(outside.path, sizeof(outside.path), "/etc/passwd");
+	run_on_pool(fixture, &outside.work, disk_open_run, DISK_LANE_OTHER(1), TASK_START);
+	assert_int_equal(outside.status, MEDIA_OUTSIDE_ROOTS);
+}
+
+static void test_a_check_stats_the_descriptor_and_the_path(void **state)
+{
+	struct fixture *fixture = *state;
+	int fd = open_track(fixture);
+	struct disk_check check = {.fd = fd, .path = fixture->track};
+	run_on_pool(fixture, &check.work, disk_check_run, 0, TASK_START);
+	assert_true(check.fd_ok);
+	assert_true(check.path_ok);
+	assert_int_equal(check.fd_info.st_ino, check.path_info.st_ino);
+	struct disk_check gone = {.fd = -1, .path = "/nonexistent/track.mp3"};
+	run_on_pool(fixture, &gone.work, disk_check_run, 0, TASK_START);
+	assert_false(gone.fd_ok);
+	assert_false(gone.path_ok);
+	close(fd);
+}
+
+static void test_paths_take_their_roots_lane_as_written(void **state)
+{
+	struct fixture *fixture = *state;
+	assert_int_equal(disk_io_lane_of_path(&fixture->roots, fixture->track), 0);
+	assert_int_equal(disk_io_lane_of_path(&fixture->roots, "/srv/elsewhere/track.mp3"),
+			 DISK_LANE_OTHER(1));
+	assert_int_equal(DISK_LANE_SPOOL(1), 1);
+	assert_int_equal(DISK_LANES(1), 3);
+}
+
+/* Whether fd is open in this process. */
+static int is_open(int fd)
+{
+	return fcntl(fd, F_GETFD) != -1 || errno != EBADF;
+}
+
+static void test_a_segment_closes_its_descriptor_on_the_pool(void **state)
+{
+	struct fixture *fixture = *state;
+	int fd = open_track(fixture);
+	struct evbuffer_file_segment *segment = disk_io_segment_new(fixture->io, fd, FILE_SIZE, 0);
+	assert_non_null(segment);
+	struct evbuffer *output = evbuffer_new();
+	assert_int_equal(evbuffer_set_flags(output, EVBUFFER_FLAG_DRAINS_TO_FD), 0);
+	assert_int_equal(evbuffer_add_file_segment(output, segment, 0, 100), 0);
+	evbuffer_file_segment_free(segment);
+	assert_true(is_open(fd)); /* the buffer still holds it */
+	evbuffer_free(output);
+	struct metrics_disk_snapshot stats;
+	uint64_t before;
+	for (int i = 0; is_open(fd) && i < WAIT_LIMIT_STEPS; i++) {
+		struct timespec pause = {0, WAIT_STEP_NS};
+		nanosleep(&pause, NULL);
+	}
+	assert_false(is_open(fd));
+	disk_io_collect(fixture->io, &stats);
+	before = stats.finished;
+	assert_true(before >= 1);
+}
+
+static void test_a_stopped_pool_skips_and_refuses(void **state)
+{
+	struct fixture *fixture = *state;
+	assert_int_equal(disk_io_quiesce(fixture->io, 1000), 0);
+	struct disk_read read = {.fd = -1, .length = 1};
+	assert_int_equal(disk_io_submit(fixture->io, &read.work, disk_read_run, 0, TASK_START), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_evicted_bytes_are_not_cached_and_checking_reads_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_read_ahead_brings_exactly_its_window_in, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_a_read_past_the_end_reads_what_there_is, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_a_failed_read_says_why, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_an_open_resolves_below_a_root_and_knows_its_filesystem, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_check_stats_the_descriptor_and_the_path, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_paths_take_their_roots_lane_as_written, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_a_segment_closes_its_descriptor_on_the_pool,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_stopped_pool_skips_and_refuses, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
