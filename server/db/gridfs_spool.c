@@ -39,6 +39,7 @@ struct waiter {
 
 struct copy {
 	struct lru_node node; /* key: name */
+	struct copy *doomed;  /* out of the table, its file to be removed after the lock */
 	char name[COPY_NAME_MAX];
 	uint64_t size;
 	int ready;
@@ -90,18 +91,39 @@ static struct copy *add_copy(struct gridfs_spool *spool, const char *name, uint6
 	return copy;
 }
 
-static void remove_copy(struct gridfs_spool *spool, struct copy *copy, int unlink_file)
+/*
+ * Takes copy out of the table (lock held). With doomed, its file is to be
+ * removed too: the copy joins *doomed, for remove_doomed once the lock is
+ * let go (an unlink on a slow disk must not hold every request that asks the
+ * spool); without, it is freed.
+ */
+static void remove_copy(struct gridfs_spool *spool, struct copy *copy, struct copy **doomed)
 {
 	lru_remove(&spool->copies, &copy->node);
 	if (copy->ready)
 		spool->used -= copy->size;
-	if (unlink_file && unlinkat(spool->dir_fd, copy->name, 0) < 0 && errno != ENOENT)
-		log_warn("gridfs spool: cannot remove %s: %s", copy->name, strerror(errno));
-	free(copy);
+	if (doomed == NULL) {
+		free(copy);
+		return;
+	}
+	copy->doomed = *doomed;
+	*doomed = copy;
 }
 
-/* Removes the least recently used complete copies until used fits (lock held). */
-static void evict(struct gridfs_spool *spool)
+/* Removes the files of the copies remove_copy doomed, and frees them; lock not held. */
+static void remove_doomed(struct gridfs_spool *spool, struct copy *doomed)
+{
+	while (doomed != NULL) {
+		struct copy *next = doomed->doomed;
+		if (unlinkat(spool->dir_fd, doomed->name, 0) < 0 && errno != ENOENT)
+			log_warn("gridfs spool: cannot remove %s: %s", doomed->name, strerror(errno));
+		free(doomed);
+		doomed = next;
+	}
+}
+
+/* Dooms the least recently used complete copies until used fits (lock held). */
+static void evict(struct gridfs_spool *spool, struct copy **doomed)
 {
 	struct lru_node *node = lru_oldest(&spool->copies);
 	while (spool->used > spool->max_bytes && node != NULL) {
@@ -109,7 +131,7 @@ static void evict(struct gridfs_spool *spool)
 		node = node->newer;
 		if (copy->ready) {
 			log_debug("gridfs spool: removing %s (least recently used)", copy->name);
-			remove_copy(spool, copy, 1);
+			remove_copy(spool, copy, doomed);
 		}
 	}
 }
@@ -135,11 +157,13 @@ int gridfs_spool_open_copy(struct gridfs_spool *spool, const struct gridfs_entry
 	log_warn("gridfs spool: copy %s is missing or has the wrong length; dropping it", name);
 	if (fd >= 0)
 		close(fd);
+	struct copy *doomed = NULL;
 	pthread_mutex_lock(&spool->lock);
 	copy = find_copy(spool, name);
 	if (copy != NULL && copy->ready)
-		remove_copy(spool, copy, 1);
+		remove_copy(spool, copy, &doomed);
 	pthread_mutex_unlock(&spool->lock);
+	remove_doomed(spool, doomed);
 	return -1;
 }
 
@@ -204,6 +228,7 @@ static void fill_done(struct db_job *job)
 {
 	struct fill *fill = (struct fill *)job;
 	struct gridfs_spool *spool = fill->spool;
+	struct copy *doomed = NULL;
 	pthread_mutex_lock(&spool->lock);
 	spool->fills--;
 	struct copy *copy = find_copy(spool, fill->name);
@@ -213,11 +238,12 @@ static void fill_done(struct db_job *job)
 		copy->ready = 1;
 		spool->used += copy->size;
 		lru_touch(&spool->copies, &copy->node);
-		evict(spool);
+		evict(spool, &doomed);
 	} else {
-		remove_copy(spool, copy, 0);
+		remove_copy(spool, copy, NULL);
 	}
 	pthread_mutex_unlock(&spool->lock);
+	remove_doomed(spool, doomed);
 	if (job->status == LOOKUP_FOUND)
 		log_debug("gridfs spool: %s complete", fill->name);
 	else
@@ -279,7 +305,7 @@ void gridfs_spool_wait(struct gridfs_spool *spool, const struct gridfs_entry *fi
 		else if ((copy = add_copy(spool, name, file->length, 0)) == NULL)
 			refused = "out of memory";
 		else if (start_fill(spool, file, name) < 0) {
-			remove_copy(spool, copy, 0);
+			remove_copy(spool, copy, NULL);
 			refused = "cannot queue the fill";
 		}
 	}
@@ -368,7 +394,9 @@ static int scan(struct gridfs_spool *spool, char *error, size_t error_size)
 	for (size_t i = 0; i < count; i++)
 		add_copy(spool, found[i].name, found[i].size, 1);
 	free(found);
-	evict(spool);
+	struct copy *doomed = NULL;
+	evict(spool, &doomed);
+	remove_doomed(spool, doomed);
 	return 0;
 }
 
