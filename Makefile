@@ -105,7 +105,7 @@ build/tests/%: tests/unit/%.c $(LIB_SRCS:server/%.c=$(ASAN_OBJ)/%.o) | build/tes
 # build/tests/test_X_tsan links the server objects built with -fsanitize=thread.
 TSAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 TSAN_OBJ := build/tsan/obj
-TSAN_TESTS := test_lru test_lookup_cache test_file_cache test_settings test_url_token test_address_counts
+TSAN_TESTS := test_lru test_lookup_cache test_file_cache test_settings test_url_token test_address_counts test_task_pool test_disk_io
 TSAN_BINS := $(TSAN_TESTS:%=build/tests/%_tsan)
 unit-build: $(TSAN_BINS)
 
