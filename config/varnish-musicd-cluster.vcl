@@ -31,6 +31,27 @@ vcl 4.1;
 import std;
 import directors;
 
+# -- The request target, a path before any rule reads it -----------------------------------------
+# As in config/varnish-musicd.vcl (which says why): an http or https target in absolute form, the
+# scheme in any case, becomes its path (its authority the Host field), and any other target that
+# is not a path is refused (400), before any rule reads req.url. musicd serves an "https://"
+# target as its path, which would otherwise skip every rule matching "^/musicdb/".
+sub vcl_recv {
+    if (req.url ~ "^(?i)https?://") {
+        if (req.url !~ "^(?i)https?://[^/?#@]+([/?#]|$)") {
+            return (synth(400, "Bad Request"));
+        }
+        set req.http.Host = regsub(req.url, "^(?i)https?://([^/?#]+).*$", "\1");
+        set req.url = regsub(req.url, "^(?i)https?://[^/?#]+", "");
+        if (req.url !~ "^/") {
+            set req.url = "/" + req.url;
+        }
+    }
+    if (req.url !~ "^/" && !(req.method == "OPTIONS" && req.url == "*")) {
+        return (synth(400, "Bad Request"));
+    }
+}
+
 # Each origin's GET /healthz answers 200 only when a real lookup reaches the database within
 # its --lookup-timeout, so an origin turns sick when musicd or its path to the database is down.
 probe musicd_healthz {
@@ -384,11 +405,11 @@ sub vcl_deliver {
 }
 
 sub vcl_synth {
-    if (resp.status == 412) {
-        # As musicd answers it: a short plain text, never stored.
+    if (resp.status == 400 || resp.status == 412) {
+        # As musicd answers them: a short plain text, never stored.
         set resp.http.Content-Type = "text/plain; charset=utf-8";
         set resp.http.Cache-Control = "no-store";
-        set resp.body = "412 Precondition Failed" + {"
+        set resp.body = "" + resp.status + " " + resp.reason + {"
 "};
         return (deliver);
     }

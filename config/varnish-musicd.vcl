@@ -39,13 +39,47 @@ vcl 4.1;
 
 import std;
 
+# -- The request target, a path before any rule reads it -----------------------------------------
+# Every rule here reads req.url as a path ("^/musicdb/"), as musicd reads its target. But a client
+# may send the target in absolute form, "GET https://music.example.org/musicdb/<id>/a.mp3": RFC
+# 9112 section 3.2.2 says a server must accept it, and musicd and nginx serve it as its path
+# (nginx whatever the scheme: "ftp://host/musicdb/..." too). Varnish itself turns only "http://"
+# into a path ("https://" only with -p feature=+https_scheme, off by default), so without this
+# sub an "https://" or "ftp://" target skipped every rule matching "^/musicdb/" (the token check,
+# the request limit) and still got the track from nginx or musicd. So, first of all, before the
+# opt-in blocks below:
+#   - an http or https target, the scheme in any case, becomes its path and query, and its
+#     authority the Host field (the target's authority wins over a Host field that disagrees, RFC
+#     9112 section 3.2.2); one without a host, or with userinfo (RFC 9110 section 4.2.4), is
+#     refused (400), as musicd and nginx refuse it;
+#   - any other target that is not a path (another scheme, an authority, "*" but for OPTIONS) is
+#     refused (400): musicd answers paths only, and this Varnish is no proxy for other sites.
+# Every rule after this reads the target as the origin will. Other spellings of a path
+# ("//musicdb/...", "/./musicdb/...", "/%6Dusicdb/...") name no track to musicd, which reads the
+# path as sent (no decoding, no merged slashes, no dot segments: 404), so no rule needs them.
+sub vcl_recv {
+    if (req.url ~ "^(?i)https?://") {
+        if (req.url !~ "^(?i)https?://[^/?#@]+([/?#]|$)") {
+            return (synth(400, "Bad Request"));
+        }
+        set req.http.Host = regsub(req.url, "^(?i)https?://([^/?#]+).*$", "\1");
+        set req.url = regsub(req.url, "^(?i)https?://[^/?#]+", "");
+        if (req.url !~ "^/") {
+            set req.url = "/" + req.url;
+        }
+    }
+    if (req.url !~ "^/" && !(req.method == "OPTIONS" && req.url == "*")) {
+        return (synth(400, "Bad Request"));
+    }
+}
+
 # -- Requests per client (vsthrottle, Debian's varnish-modules): off as shipped ---------------
 # Varnish faces the clients, so it is the layer that can limit what each one asks for. Turned
 # on, a client address that asks for more than 300 tracks (or ranges of them) in 60 s is
 # answered 429 (text, Cache-Control: no-store, Retry-After) for the next 60 s; a player's seeks
 # and a page of <audio> elements stay far below that, a scraper walking the catalogue does not.
-# It runs before everything else in vcl_recv (VCL runs the subs of one name in file order), so
-# a refused request costs no lookup. ADAPT: 300 and 60s (vsthrottle's limit, period and block)
+# It runs first in vcl_recv once the target is a path (VCL runs the subs of one name in file
+# order), so every spelling of a track's target counts and a refused request costs no lookup. ADAPT: 300 and 60s (vsthrottle's limit, period and block)
 # and the Retry-After (the block's seconds). Behind a TLS terminator, give Varnish the client's
 # address (PROXY protocol) so that client.identity is the client's.
 #
@@ -384,11 +418,11 @@ sub vcl_deliver {
 }
 
 sub vcl_synth {
-    if (resp.status == 412) {
-        # As musicd answers it: a short plain text, never stored.
+    if (resp.status == 400 || resp.status == 412) {
+        # As musicd answers them: a short plain text, never stored.
         set resp.http.Content-Type = "text/plain; charset=utf-8";
         set resp.http.Cache-Control = "no-store";
-        set resp.body = "412 Precondition Failed" + {"
+        set resp.body = "" + resp.status + " " + resp.reason + {"
 "};
         return (deliver);
     }

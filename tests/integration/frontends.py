@@ -118,23 +118,34 @@ def varnish_cluster_vcl_text(origin_ports, probe_interval=PROBE_INTERVAL, adapt=
     return substitute(VARNISH_CLUSTER_VCL.read_text(), replacements, VARNISH_CLUSTER_VCL.name)
 
 
-# The shipped VCLs' url-signing block, off as shipped: README's way to turn it on is to remove
-# the first '#' of each of its lines.
-URL_SIGNING_BEGIN = "# BEGIN url-signing\n"
-URL_SIGNING_END = "# END url-signing\n"
+# The shipped VCLs' opt-in blocks, off as shipped: README's way to turn one on is to remove the
+# first '#' of each line from "# BEGIN <name>" to "# END <name>".
 SHIPPED_URL_SIGNING_KEYS = "/etc/varnish/musicd-url-signing.keys"
+SHIPPED_REQUEST_LIMIT = '"musicdb:" + client.identity, 300, 60s, 60s'
+
+
+def block_on(vcl_path, name, replacements=()):
+    """The adapt pair that turns vcl_path's block `name` on, with replacements in it."""
+    text = pathlib.Path(vcl_path).read_text()
+    start = text.index(f"# BEGIN {name}\n") + len(f"# BEGIN {name}\n")
+    block = text[start:text.index(f"# END {name}\n")]
+    lines = block.split("\n")[:-1]
+    assert lines and all(line.startswith("#") for line in lines), \
+        f"{vcl_path}: a line of the {name} block does not start with '#'"
+    return (block, substitute("".join(line[1:] + "\n" for line in lines), replacements,
+                              f"{vcl_path}'s {name} block"))
 
 
 def url_signing_on(vcl_path, key_file):
     """The adapt pairs that turn vcl_path's url-signing block on, reading key_file."""
-    text = pathlib.Path(vcl_path).read_text()
-    start = text.index(URL_SIGNING_BEGIN) + len(URL_SIGNING_BEGIN)
-    block = text[start:text.index(URL_SIGNING_END)]
-    lines = block.split("\n")[:-1]
-    assert lines and all(line.startswith("#") for line in lines), \
-        f"{vcl_path}: a line of the url-signing block does not start with '#'"
-    on = "".join(line[1:] + "\n" for line in lines)
-    return [(block, on.replace(SHIPPED_URL_SIGNING_KEYS, str(key_file)))]
+    return [block_on(vcl_path, "url-signing", [(SHIPPED_URL_SIGNING_KEYS, str(key_file))])]
+
+
+def request_limit_on(vcl_path, limit):
+    """The adapt pairs that turn vcl_path's request-limit block on, with limit requests per
+    client in 60 s instead of 300."""
+    return [block_on(vcl_path, "request-limit", [
+        (SHIPPED_REQUEST_LIMIT, f'"musicdb:" + client.identity, {limit}, 60s, 60s')])]
 
 
 def nginx_main_conf(directory, site_path, worker_processes=1, extra_http=""):
