@@ -23,8 +23,7 @@ import requests
 
 import httpraw
 from edgeauth import new_key, python_token, track_acl, write_key_file
-from frontends import (SHIPPED_ACCEL_PREFIX, VARNISH_CLUSTER_VCL, VARNISH_VCL, request_limit_on,
-                       url_signing_on)
+from frontends import SHIPPED_ACCEL_PREFIX, request_limit_on, url_signing_on
 from support import scaled
 from test_limits import assert_429, connect_from
 
@@ -181,17 +180,17 @@ def answer(front, target, source="127.0.0.1"):
 
 
 def vcl_front(musicd, frontends, library, site, adapt, extra_args=()):
-    """musicd, then Varnish with a shipped VCL (its blocks turned on by adapt(vcl)): the
-    cluster VCL straight over musicd (site "cluster-vcl"), else the main VCL over the shipped
-    nginx site `site`."""
+    """musicd, then Varnish with a shipped VCL (its blocks turned on by adapt): the cluster VCL
+    straight over musicd (site "cluster-vcl"), else the main VCL over the shipped nginx site
+    `site`."""
     offload = ["--x-accel-redirect", SHIPPED_ACCEL_PREFIX] if site == "offload" else []
     server = musicd.start(extra_args=[*offload, *extra_args])
     if site == "cluster-vcl":
-        varnish = frontends.varnish_cluster([server.port] * 3, adapt=adapt(VARNISH_CLUSTER_VCL))
+        varnish = frontends.varnish_cluster([server.port] * 3, adapt=adapt)
         varnish.wait_backends({f"origin{i}": "healthy" for i in (1, 2, 3)}, HEALTHY_TIMEOUT)
         return server, varnish
     varnish = frontends.varnish(nginx_site(frontends, server, library, site).port,
-                                adapt=adapt(VARNISH_VCL))
+                                adapt=adapt)
     varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
     return server, varnish
 
@@ -212,8 +211,7 @@ def test_every_spelling_of_a_track_meets_varnish_s_token_check(musicd, frontends
     # musicd has no keys: Varnish's check is the only one (a setup the VCL presents as valid).
     key = new_key()
     keys = write_key_file(tmp_path / "url-signing.keys", [key])
-    server, varnish = vcl_front(musicd, frontends, library, site,
-                                lambda vcl: url_signing_on(vcl, keys))
+    server, varnish = vcl_front(musicd, frontends, library, site, url_signing_on(keys))
     track = library.add()
     path = track.url_path
     for target in track_targets(path):
@@ -231,12 +229,11 @@ def test_every_spelling_of_a_track_meets_varnish_s_token_check(musicd, frontends
         assert resp.status == 200 and resp.body == track.data, (target, resp)
 
 
-@pytest.mark.parametrize("site", ["proxy"])
+@pytest.mark.parametrize("site", ["proxy", "cluster-vcl"])
 def test_every_spelling_of_a_track_counts_for_varnish_s_request_limit(musicd, frontends,
                                                                       library, site):
     limit = len(track_targets(""))   # one request in each spelling
-    server, varnish = vcl_front(musicd, frontends, library, site,
-                                lambda vcl: request_limit_on(vcl, limit))
+    server, varnish = vcl_front(musicd, frontends, library, site, request_limit_on(limit))
     track = library.add()
     targets = track_targets(track.url_path)
     for target in targets:
