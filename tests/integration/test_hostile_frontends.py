@@ -16,6 +16,7 @@ only look like a track's must not reach it, through each shipped front.
 import hashlib
 import re
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -33,6 +34,7 @@ pytestmark = pytest.mark.skipif(
     reason="nginx and varnishd are needed (scripts/install-deps)")
 
 TIMEOUT = scaled(20)
+VARNISHLOG = shutil.which("varnishlog") or "/usr/bin/varnishlog"
 HEALTHY_TIMEOUT = scaled(30)
 # Varnish's probes of /healthz reach musicd over nginx's kept-alive upstream connections too;
 # one probe at start-up (to turn the backend healthy) and none during the test, so that the
@@ -227,6 +229,32 @@ def test_every_spelling_of_a_track_meets_varnish_s_token_check(musicd, frontends
     for target in track_targets(path):
         resp = answer(varnish, f"{target}?__token__={token}")
         assert resp.status == 200 and resp.body == track.data, (target, resp)
+
+
+@pytest.mark.parametrize("site", ["proxy", "cluster-vcl"])
+def test_varnish_sends_an_absolute_target_on_as_its_path_with_its_authority_as_host(
+        musicd, frontends, library, site):
+    # RFC 9112 section 3.2.2: the target's authority, not a Host field that disagrees.
+    server, varnish = vcl_front(musicd, frontends, library, site, [])
+    track = library.add()
+    for scheme in ("https", "HTTPS"):
+        resp = answer(varnish, f"{scheme}://{HOST}:8443{track.url_path}?v={scheme}")
+        assert resp.status == 200 and resp.body == track.data
+    sent = varnishlog(varnish, "BereqURL", "BereqHeader")
+    assert re.findall(r"BereqURL +b (\S+)", sent) == [f"{track.url_path}?v=https",
+                                                      f"{track.url_path}?v=HTTPS"], sent
+    hosts = re.findall(r"BereqHeader +b Host: (\S+)", sent)
+    assert hosts and set(hosts) == {f"{HOST}:8443"}, sent
+
+
+def varnishlog(varnish, *tags):
+    """The records of these tags in Varnish's log so far (varnishlog -d -g raw), fetches
+    only: health probes are not logged as requests."""
+    p = subprocess.run([VARNISHLOG, "-n", str(varnish.workdir), "-d", "-g", "raw",
+                        *[arg for tag in tags for arg in ("-i", tag)]], capture_output=True,
+                       text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
 
 
 @pytest.mark.parametrize("site", ["proxy", "cluster-vcl"])
