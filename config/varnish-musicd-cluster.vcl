@@ -55,9 +55,10 @@ sub vcl_recv {
 }
 
 # -- Opt-in blocks: one file each, beside this one; off as shipped ------------------------------
-# Each is switched on by uncommenting its one include line (README, "Deployment"); each file says
-# what it does, what it needs and what to ADAPT in it. An include "./name" is read from this
-# file's own directory (whatever vcl_path says): copy the files next to it, under these names.
+# Each is switched on by uncommenting its one include line (README, "Opt-in blocks of the
+# VCLs"); each file says what it does, what it needs and what to ADAPT in it. An include
+# "./name" is read from this file's own directory (whatever vcl_path says): copy the files next
+# to it, under these names.
 # They come right after the sub above, so their rules read the target as a path, and in this
 # order, so a request refused for its rate costs no token check.
 #
