@@ -203,6 +203,7 @@ datarootdir    ?= $(prefix)/share
 mandir         ?= $(datarootdir)/man
 man1dir        ?= $(mandir)/man1
 man8dir        ?= $(mandir)/man8
+docdir         ?= $(datarootdir)/doc/musicd
 ifeq ($(patsubst %/,%,$(prefix)),/usr)
 SYSCONFDIR     ?= /etc
 else
@@ -218,6 +219,13 @@ INSTALL_PROGRAM ?= $(INSTALL) -m 755
 INSTALL_DATA   ?= $(INSTALL) -m 644
 
 CONF_INSTALLED := $(DESTDIR)$(sysconfdir)/musicd/musicd.conf
+# The nginx sites and the VCLs, with the files of the VCLs' opt-in blocks beside them (a VCL
+# includes them from its own directory): examples to copy and adapt (README, "Deployment").
+EXAMPLES := config/nginx-musicd.conf config/nginx-musicd-offload.conf \
+	config/nginx-musicd-cluster.conf config/varnish-musicd.vcl config/varnish-musicd-cluster.vcl \
+	config/varnish-musicd-request-limit.vcl config/varnish-musicd-url-signing.vcl \
+	config/varnish-musicd-cors.vcl
+EXAMPLES_INSTALLED := $(DESTDIR)$(docdir)/examples
 LOGROTATE_INSTALLED := $(DESTDIR)$(LOGROTATEDIR)/musicd
 # The repository's unit and man page are written for PREFIX=/usr: their paths are rewritten to
 # where this install puts things. The configuration gets the installed layout's lines (its
@@ -260,7 +268,7 @@ MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
 install: build/musicd build/musicd-import build/install/musicd.conf
 	$(INSTALL) -d -m 755 $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) $(DESTDIR)$(sysconfdir)/musicd \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSUSERSDIR) \
-		$(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir)
+		$(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir) $(EXAMPLES_INSTALLED)
 	$(INSTALL_PROGRAM) build/musicd $(DESTDIR)$(sbindir)/musicd
 	$(INSTALL_PROGRAM) build/musicd-import $(DESTDIR)$(bindir)/musicd-import
 	@if [ -e $(CONF_INSTALLED) ]; then echo "install: $(CONF_INSTALLED) exists, kept"; \
@@ -278,6 +286,7 @@ install: build/musicd build/musicd-import build/install/musicd.conf
 	$(INSTALL_DATA) config/musicd.tmpfiles $(DESTDIR)$(TMPFILESDIR)/musicd.conf
 	$(INSTALL_DATA) config/musicd.sysusers $(DESTDIR)$(SYSUSERSDIR)/musicd.conf
 	$(INSTALL_DATA) import/musicd-import.1 $(DESTDIR)$(man1dir)/musicd-import.1
+	$(INSTALL_DATA) $(EXAMPLES) $(EXAMPLES_INSTALLED)
 	@$(call unread,$(SYSTEMDUNITDIR),$(SYSTEMD_READS),systemd,musicd.service,SYSTEMDUNITDIR)
 	@$(call unread,$(TMPFILESDIR),$(TMPFILES_READS),systemd-tmpfiles,musicd.conf,TMPFILESDIR)
 	@$(call unread,$(SYSUSERSDIR),$(SYSUSERS_READS),systemd-sysusers,musicd.conf,SYSUSERSDIR)
@@ -291,7 +300,8 @@ uninstall: build/install/musicd.conf
 	rm -f $(DESTDIR)$(sbindir)/musicd $(DESTDIR)$(bindir)/musicd-import \
 		$(UNIT_INSTALLED) $(TEMPLATE_INSTALLED) \
 		$(DESTDIR)$(TMPFILESDIR)/musicd.conf $(DESTDIR)$(SYSUSERSDIR)/musicd.conf \
-		$(MAN_INSTALLED) $(DESTDIR)$(man1dir)/musicd-import.1
+		$(MAN_INSTALLED) $(DESTDIR)$(man1dir)/musicd-import.1 \
+		$(addprefix $(EXAMPLES_INSTALLED)/,$(notdir $(EXAMPLES)))
 	@for pair in build/install/musicd.conf:$(CONF_INSTALLED) config/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
 		shipped=$${pair%%:*}; installed=$${pair#*:}; \
 		if [ ! -e "$$installed" ]; then :; \
@@ -299,5 +309,6 @@ uninstall: build/install/musicd.conf
 		else echo "uninstall: $$installed was edited, kept"; fi; \
 	done
 	-@rmdir $(DESTDIR)$(sysconfdir)/musicd 2>/dev/null || true
+	-@rmdir $(EXAMPLES_INSTALLED) $(DESTDIR)$(docdir) 2>/dev/null || true
 
 .PHONY: all asan unit-build unit layers fuzz-build fuzz deps demo-deps ferretdb test demo deb bench clean install uninstall

@@ -7,9 +7,10 @@ vcl 4.1;
 #
 # Everything config/varnish-musicd.vcl says holds here (read it first: ranges on hits and
 # misses, grace, the size cap, cookies, 206 never stored); this file differs in the backends
-# and in what happens when an origin fails. Install and check it the same way
-# (`varnishd -C -f /etc/varnish/musicd-cluster.vcl`). For nginx spreading the tracks instead
-# (behind config/varnish-musicd.vcl, or facing clients), see config/nginx-musicd-cluster.conf.
+# and in what happens when an origin fails. Install and check it the same way, with the same
+# opt-in files beside it (`varnishd -C -f /etc/varnish/musicd-cluster.vcl`). For nginx
+# spreading the tracks instead (behind config/varnish-musicd.vcl, or facing clients), see
+# config/nginx-musicd-cluster.conf.
 #
 # The origins are stateless: each runs musicd against the same database and the same library.
 # With a copy of the library on each host, run every origin with the same --etag-field (README,
@@ -19,7 +20,8 @@ vcl 4.1;
 # What to adapt (each place is marked "ADAPT"):
 #   - the backends origin1..3 (one per musicd --listen address) and the add_backend lines;
 #   - the probe interval and window (how fast a dead origin is skipped and taken back);
-#   - grace and MAX_CACHED_BYTES, as in config/varnish-musicd.vcl.
+#   - grace and MAX_CACHED_BYTES, as in config/varnish-musicd.vcl;
+#   - the opt-in blocks, the same files as config/varnish-musicd.vcl's (one include line each).
 #
 # Failover: a dead origin's tracks go to the next origin on the ring. Before the probe has
 # noticed (3 intervals), a fetch that cannot connect, or that gets musicd's 503, is retried on
@@ -30,6 +32,45 @@ vcl 4.1;
 
 import std;
 import directors;
+
+# -- The request target, a path before any rule reads it -----------------------------------------
+# As in config/varnish-musicd.vcl (which says why): an http or https target in absolute form, the
+# scheme in any case, becomes its path (its authority the Host field), and any other target that
+# is not a path is refused (400), before any rule reads req.url. musicd serves an "https://"
+# target as its path, which would otherwise skip every rule matching "^/musicdb/".
+sub vcl_recv {
+    if (req.url ~ "^(?i)https?://") {
+        if (req.url !~ "^(?i)https?://[^/?#@]+([/?#]|$)") {
+            return (synth(400, "Bad Request"));
+        }
+        set req.http.Host = regsub(req.url, "^(?i)https?://([^/?#]+).*$", "\1");
+        set req.url = regsub(req.url, "^(?i)https?://[^/?#]+", "");
+        if (req.url !~ "^/") {
+            set req.url = "/" + req.url;
+        }
+    }
+    if (req.url !~ "^/" && !(req.method == "OPTIONS" && req.url == "*")) {
+        return (synth(400, "Bad Request"));
+    }
+}
+
+# -- Opt-in blocks: one file each, beside this one; off as shipped ------------------------------
+# Each is switched on by uncommenting its one include line (README, "Opt-in blocks of the
+# VCLs"); each file says what it does, what it needs and what to ADAPT in it. An include
+# "./name" is read from this file's own directory (whatever vcl_path says): copy the files next
+# to it, under these names.
+# They come right after the sub above, so their rules read the target as a path, and in this
+# order, so a request refused for its rate costs no token check.
+#
+# Requests per client (vsthrottle, Debian's varnish-modules): 429 beyond 300 tracks in 60 s.
+#include "./varnish-musicd-request-limit.vcl";
+#
+# Signed URLs (musicd --url-signing-key-file) checked here too (Debian's varnish-vmod-digest and
+# varnish-modules; the key file /etc/varnish/musicd-url-signing.keys).
+#include "./varnish-musicd-url-signing.vcl";
+#
+# CORS: musicd's --cors-origin list, so that made-up Origin values make no variants.
+#include "./varnish-musicd-cors.vcl";
 
 # Each origin's GET /healthz answers 200 only when a real lookup reaches the database within
 # its --lookup-timeout, so an origin turns sick when musicd or its path to the database is down.
@@ -87,144 +128,6 @@ sub vcl_init {
     origins.reconfigure();
 }
 
-# -- Signed URLs (musicd --url-signing-key-file), checked here too: off as shipped ------------
-# With it off, a URL holding a token (?__token__=...) is passed to musicd and never cached
-# (vcl_recv below): musicd checks each one, and no copy is kept under a URL that someone could
-# replay past its exp. Turned on, Varnish checks every track request's token itself, as musicd
-# does (README, "Signed URLs"): the same grammar, HMAC-SHA256 of the same bytes with the same
-# keys (digest.hmac_sha256, Debian's varnish-vmod-digest; vmod var from Debian's
-# varnish-modules holds the keys and the token), exp and st against the clock with the same
-# leeway, the same acl; a bad token is refused with 403 (Cache-Control: no-store) and one
-# VCL_Log line naming the reason ("url signing: 403, signed-URL token expired": varnishlog -g
-# raw -i VCL_Log). A valid token is taken out of the URL, so every listener's token finds the
-# one cached copy (?download and the other parameters stay in the URL, and in the hash), and a
-# cached copy is only ever served after a token was checked; the token goes on to musicd in
-# the backend request (X-Musicd-Token, put back into the URL by vcl_backend_fetch), so a musicd
-# with the same keys checks it once more on a miss (a musicd without keys ignores it).
-#
-# The keys: the VCL reads them with std.fileread() from a file you write, never from the VCL:
-# ADAPT the path /etc/varnish/musicd-url-signing.keys. The file is musicd's format (hex keys,
-# one a line, '#' comments), the first two keys tried (so a rotation keeps two live). varnishd
-# reads a std.fileread() path once and shares what it read with every VCL naming that path, so a
-# VCL reload does not see a changed file: rotate by writing the keys to a new file and loading
-# this VCL with its path (sed the path, then varnishreload or `systemctl reload varnish`: the
-# cache stays), or restart varnishd (the cache starts empty). The rule that lets VCL match
-# EdgeAuth keys: a VCL string ends at a 00 byte,
-# so a key whose bytes hold one (0x00) cannot be used here, and the VCL refuses to load with
-# such a key, or with no key, a malformed one, or more than two. Make keys that never hold one:
-#     openssl rand -base64 48 | tr -d '\n' | od -An -v -tx1 | tr -d ' \n'
-# (64 random printable bytes, hex-encoded). The file's mode: readable by varnishd's worker
-# (Debian: user vcache, group varnish: chgrp varnish, chmod 640), as musicd's file is by musicd.
-# ADAPT: the leeway (5 s, as musicd's --url-signing-leeway), and __token__ (7 places here, 1 in
-# vcl_recv and 1 in vcl_backend_fetch below) if musicd runs with another --url-signing-parameter.
-#
-# To turn it on: remove the first '#' of each line from BEGIN url-signing to END url-signing.
-# BEGIN url-signing
-#import digest;
-#import var;
-#
-#sub vcl_init {
-#    # The keys, once per VCL load: the key file's first two keys (hex, as musicd reads them),
-#    # each decoded to its bytes. A VCL string ends at a 00 byte, so a key holding one cannot be
-#    # matched here: the VCL refuses to load instead of refusing every token.
-#    var.global_set("musicd_keys", regsuball(std.fileread("/etc/varnish/musicd-url-signing.keys"),
-#        "#[^\n]*", ""));
-#    if (var.global_get("musicd_keys") !~
-#        "^\s*[0-9A-Fa-f]{64,512}(\s+[0-9A-Fa-f]{64,512})?\s*$") {
-#        return (fail("url signing: the key file must hold one or two hex keys of 32 to 256 bytes"));
-#    }
-#    var.global_set("musicd_key1_hex", regsub(var.global_get("musicd_keys"),
-#        "^\s*([0-9A-Fa-f]+)[\s\S]*$", "\1"));
-#    var.global_set("musicd_key2_hex", regsub(var.global_get("musicd_keys"),
-#        "^\s*[0-9A-Fa-f]+\s*([0-9A-Fa-f]*)\s*$", "\1"));
-#    var.global_set("musicd_key1", digest.base64_decode(digest.base64_hex(
-#        var.global_get("musicd_key1_hex"))));
-#    var.global_set("musicd_key2", digest.base64_decode(digest.base64_hex(
-#        var.global_get("musicd_key2_hex"))));
-#    if (digest.base64(var.global_get("musicd_key1")) !=
-#            digest.base64_hex(var.global_get("musicd_key1_hex")) ||
-#        digest.base64(var.global_get("musicd_key2")) !=
-#            digest.base64_hex(var.global_get("musicd_key2_hex"))) {
-#        return (fail("url signing: a key holds a 00 byte, which a VCL string cannot hold"));
-#    }
-#}
-#
-#sub vcl_recv {
-#    unset req.http.X-Musicd-Token;
-#    if ((req.method == "GET" || req.method == "HEAD") &&
-#        req.url ~ "^/musicdb/[0-9A-Fa-f]{24}/[^/?#]+([?#]|$)") {
-#        call musicd_check_token;
-#    }
-#}
-#
-#sub musicd_check_token {
-#    if (req.url !~ "^[^?#]*\?([^#]*&)?__token__(=|&|#|$)") {
-#        std.log("url signing: 403, signed-URL token missing");
-#        return (synth(403, "Forbidden"));
-#    }
-#    var.set("token", regsub(req.url, "^[^?#]*\?([^#]*&)?__token__=([^&#]*)[\s\S]*$", "\2"));
-#    if (req.url ~ "^[^?#]*\?([^#]*&)?__token__(=[^&#]*)?&([^#]*&)?__token__(=|&|#|$)" ||
-#        var.get("token") !~ "^(st=[0-9]{1,12}~)?exp=[0-9]{1,12}~acl=[^~]+(~id=[^~]*)?(~data=[^~]*)?~hmac=[0-9A-Fa-f]{64}$" ||
-#        var.get("token") ~ "^.{2049}") {
-#        std.log("url signing: 403, signed-URL token malformed");
-#        return (synth(403, "Forbidden"));
-#    }
-#    var.set("signed", regsub(var.get("token"), "~hmac=[0-9A-Fa-f]{64}$", ""));
-#    var.set("hmac", "0x" + std.tolower(regsub(var.get("token"), "^.*~hmac=", "")));
-#    if (digest.hmac_sha256(var.global_get("musicd_key1"), var.get("signed")) != var.get("hmac") &&
-#        (var.global_get("musicd_key2") == "" ||
-#         digest.hmac_sha256(var.global_get("musicd_key2"), var.get("signed")) != var.get("hmac"))) {
-#        std.log("url signing: 403, signed-URL token bad signature");
-#        return (synth(403, "Forbidden"));
-#    }
-#    # ADAPT: 5, musicd's --url-signing-leeway (seconds of clock skew allowed at st and exp).
-#    var.set_int("leeway", 5);
-#    if (std.integer(time=now) > std.integer(regsub(var.get("token"),
-#            "^(st=[0-9]+~)?exp=([0-9]+)~.*$", "\2"), 0) + var.get_int("leeway")) {
-#        std.log("url signing: 403, signed-URL token expired");
-#        return (synth(403, "Forbidden"));
-#    }
-#    if (var.get("token") ~ "^st=" && std.integer(regsub(var.get("token"), "^st=([0-9]+)~.*$",
-#            "\1"), 0) > std.integer(time=now) + var.get_int("leeway")) {
-#        std.log("url signing: 403, signed-URL token not yet valid");
-#        return (synth(403, "Forbidden"));
-#    }
-#    if (!std.strstr("!" + std.tolower(regsub(var.get("token"),
-#            "^(st=[0-9]+~)?exp=[0-9]+~acl=([^~]+)~.*$", "\2")) + "!",
-#            "!/musicdb/" + std.tolower(regsub(req.url, "^/musicdb/([0-9A-Fa-f]{24})/.*$", "\1")) +
-#            "/*!")) {
-#        std.log("url signing: 403, signed-URL token wrong track");
-#        return (synth(403, "Forbidden"));
-#    }
-#    # Valid: the token leaves the URL, so every listener's token finds the one cached copy (the
-#    # hash is the URL), and travels on to musicd in a header vcl_backend_fetch puts back.
-#    set req.http.X-Musicd-Token = var.get("token");
-#    set req.url = regsub(req.url, "^([^?#]*\?(?:[^#]*&)?)__token__=[^&#]*&?", "\1");
-#    set req.url = regsub(req.url, "[?&]$", "");
-#}
-#
-#sub vcl_backend_fetch {
-#    if (bereq.http.X-Musicd-Token) {
-#        if (bereq.url ~ "\?") {
-#            set bereq.url = bereq.url + "&__token__=" + bereq.http.X-Musicd-Token;
-#        } else {
-#            set bereq.url = bereq.url + "?__token__=" + bereq.http.X-Musicd-Token;
-#        }
-#        unset bereq.http.X-Musicd-Token;
-#    }
-#}
-#
-#sub vcl_synth {
-#    if (resp.status == 403) {
-#        set resp.http.Content-Type = "text/plain; charset=utf-8";
-#        set resp.http.Cache-Control = "no-store";
-#        set resp.body = "403 Forbidden" + {"
-#"};
-#        return (deliver);
-#    }
-#}
-# END url-signing
-
 sub vcl_recv {
     # The director itself (resolved per fetch, in vcl_backend_fetch): std.healthy() of it is
     # true while any origin is healthy.
@@ -234,7 +137,7 @@ sub vcl_recv {
         return (pass);
     }
     if (req.url ~ "^[^?#]*\?([^#]*&)?__token__(=|&|#|$)") {
-        # A token still in the URL (the url-signing block above is off, or it took the token
+        # A token still in the URL (the url-signing file is not included, or it took the token
         # out of track URLs only): passed, never cached, so musicd checks it.
         return (pass);
     }
@@ -277,7 +180,7 @@ sub vcl_hash {
 sub vcl_backend_fetch {
     # The URL's origin on the ring, skipping sick ones; a retry (bereq.retries 1, 2) takes the
     # next healthy origin after the one that failed.
-    # Keyed by the URL without a signed-URL token (url-signing, above), so every listener's
+    # Keyed by the URL without a signed-URL token (the url-signing file), so every listener's
     # token reaches the track's one origin.
     set bereq.backend = origins.backend(by=KEY,
         key=origins.key(regsub(bereq.url, "[?&]__token__=[^&#]*", "")), alt=bereq.retries,
@@ -384,11 +287,11 @@ sub vcl_deliver {
 }
 
 sub vcl_synth {
-    if (resp.status == 412) {
-        # As musicd answers it: a short plain text, never stored.
+    if (resp.status == 400 || resp.status == 412) {
+        # As musicd answers them: a short plain text, never stored.
         set resp.http.Content-Type = "text/plain; charset=utf-8";
         set resp.http.Cache-Control = "no-store";
-        set resp.body = "412 Precondition Failed" + {"
+        set resp.body = "" + resp.status + " " + resp.reason + {"
 "};
         return (deliver);
     }

@@ -3,8 +3,10 @@ vcl 4.1;
 #
 #     clients -> Varnish (:80) -> nginx (127.0.0.1:8080) -> musicd (127.0.0.1:23001) -> MongoDB
 #
-# Install: copy to /etc/varnish/musicd.vcl and start varnishd with -f /etc/varnish/musicd.vcl
-# (Debian: `systemctl edit varnish` and repeat ExecStart with your -a, -f and -s), e.g.
+# Install: copy to /etc/varnish/musicd.vcl, and beside it, under their own names, the files of
+# its opt-in blocks (varnish-musicd-request-limit.vcl, varnish-musicd-url-signing.vcl,
+# varnish-musicd-cors.vcl: below), and start varnishd with -f /etc/varnish/musicd.vcl (Debian:
+# `systemctl edit varnish` and repeat ExecStart with your -a, -f and -s), e.g.
 #
 #     varnishd -a :80 -f /etc/varnish/musicd.vcl -s malloc,1g
 #
@@ -16,7 +18,8 @@ vcl 4.1;
 #   - grace (how long an outage of nginx, musicd or the database stays invisible);
 #   - MAX_CACHED_BYTES in vcl_backend_response, the size of the largest track kept in memory:
 #     keep it a small fraction of -s malloc,SIZE so that one album does not evict the library;
-#   - the request limit per client (opt-in, commented out: the request-limit block below).
+#   - the opt-in blocks: each is one include line below to uncomment, and a file of its own
+#     with its own ADAPT marks (the request limit per client, signed URLs, CORS origins).
 #
 # Ranges, on a hit and on a miss (players seek with Range; browsers' <audio> always sends one):
 #   - hit: Varnish cuts the range from the cached object itself (206 with Content-Range, 416 for
@@ -35,43 +38,61 @@ vcl 4.1;
 # Varnish's own request (vcl_backend_fetch) and musicd, with Varnish's address among its
 # --trusted-proxy, neither paces nor caps it. Hits are sent at Varnish's speed: Varnish has no
 # pacing of its own, so --limit-rate does not reach clients of this stack. What Varnish can
-# limit is requests per client: the opt-in request-limit block below (vsthrottle).
+# limit is requests per client: the opt-in request limit below (vsthrottle).
 
 import std;
 
-# -- Requests per client (vsthrottle, Debian's varnish-modules): off as shipped ---------------
-# Varnish faces the clients, so it is the layer that can limit what each one asks for. Turned
-# on, a client address that asks for more than 300 tracks (or ranges of them) in 60 s is
-# answered 429 (text, Cache-Control: no-store, Retry-After) for the next 60 s; a player's seeks
-# and a page of <audio> elements stay far below that, a scraper walking the catalogue does not.
-# It runs before everything else in vcl_recv (VCL runs the subs of one name in file order), so
-# a refused request costs no lookup. ADAPT: 300 and 60s (vsthrottle's limit, period and block)
-# and the Retry-After (the block's seconds). Behind a TLS terminator, give Varnish the client's
-# address (PROXY protocol) so that client.identity is the client's.
+# -- The request target, a path before any rule reads it -----------------------------------------
+# Every rule here reads req.url as a path ("^/musicdb/"), as musicd reads its target. But a client
+# may send the target in absolute form, "GET https://music.example.org/musicdb/<id>/a.mp3": RFC
+# 9112 section 3.2.2 says a server must accept it, and musicd and nginx serve it as its path
+# (nginx whatever the scheme: "ftp://host/musicdb/..." too). Varnish itself turns only "http://"
+# into a path ("https://" only with -p feature=+https_scheme, off by default), so without this
+# sub an "https://" or "ftp://" target skipped every rule matching "^/musicdb/" (the token check,
+# the request limit) and still got the track from nginx or musicd. So, first of all, before the
+# opt-in blocks below:
+#   - an http or https target, the scheme in any case, becomes its path and query, and its
+#     authority the Host field (the target's authority wins over a Host field that disagrees, RFC
+#     9112 section 3.2.2); one without a host, or with userinfo (RFC 9110 section 4.2.4), is
+#     refused (400), as musicd and nginx refuse it;
+#   - any other target that is not a path (another scheme, an authority, "*" but for OPTIONS) is
+#     refused (400): musicd answers paths only, and this Varnish is no proxy for other sites.
+# Every rule after this reads the target as the origin will. Other spellings of a path
+# ("//musicdb/...", "/./musicdb/...", "/%6Dusicdb/...") name no track to musicd, which reads the
+# path as sent (no decoding, no merged slashes, no dot segments: 404), so no rule needs them.
+sub vcl_recv {
+    if (req.url ~ "^(?i)https?://") {
+        if (req.url !~ "^(?i)https?://[^/?#@]+([/?#]|$)") {
+            return (synth(400, "Bad Request"));
+        }
+        set req.http.Host = regsub(req.url, "^(?i)https?://([^/?#]+).*$", "\1");
+        set req.url = regsub(req.url, "^(?i)https?://[^/?#]+", "");
+        if (req.url !~ "^/") {
+            set req.url = "/" + req.url;
+        }
+    }
+    if (req.url !~ "^/" && !(req.method == "OPTIONS" && req.url == "*")) {
+        return (synth(400, "Bad Request"));
+    }
+}
+
+# -- Opt-in blocks: one file each, beside this one; off as shipped ------------------------------
+# Each is switched on by uncommenting its one include line (README, "Opt-in blocks of the
+# VCLs"); each file says what it does, what it needs and what to ADAPT in it. An include
+# "./name" is read from this file's own directory (whatever vcl_path says): copy the files next
+# to it, under these names.
+# They come right after the sub above, so their rules read the target as a path, and in this
+# order, so a request refused for its rate costs no token check.
 #
-# To turn it on: remove the first '#' of each line from BEGIN request-limit to END
-# request-limit (and install varnish-modules).
-# BEGIN request-limit
-#import vsthrottle;
+# Requests per client (vsthrottle, Debian's varnish-modules): 429 beyond 300 tracks in 60 s.
+#include "./varnish-musicd-request-limit.vcl";
 #
-#sub vcl_recv {
-#    if (req.url ~ "^/musicdb/" &&
-#        vsthrottle.is_denied("musicdb:" + client.identity, 300, 60s, 60s)) {
-#        return (synth(429, "Too Many Requests"));
-#    }
-#}
+# Signed URLs (musicd --url-signing-key-file) checked here too (Debian's varnish-vmod-digest and
+# varnish-modules; the key file /etc/varnish/musicd-url-signing.keys).
+#include "./varnish-musicd-url-signing.vcl";
 #
-#sub vcl_synth {
-#    if (resp.status == 429) {
-#        set resp.http.Content-Type = "text/plain; charset=utf-8";
-#        set resp.http.Cache-Control = "no-store";
-#        set resp.http.Retry-After = "60";
-#        set resp.body = "429 Too Many Requests" + {"
-#"};
-#        return (deliver);
-#    }
-#}
-# END request-limit
+# CORS: musicd's --cors-origin list, so that made-up Origin values make no variants.
+#include "./varnish-musicd-cors.vcl";
 
 # musicd's GET /healthz answers 200 only when a real lookup reaches the database within its
 # --lookup-timeout, so the backend turns sick when nginx, musicd or the database is down.
@@ -102,151 +123,13 @@ backend nginx {
     .between_bytes_timeout = 30s;
 }
 
-# -- Signed URLs (musicd --url-signing-key-file), checked here too: off as shipped ------------
-# With it off, a URL holding a token (?__token__=...) is passed to musicd and never cached
-# (vcl_recv below): musicd checks each one, and no copy is kept under a URL that someone could
-# replay past its exp. Turned on, Varnish checks every track request's token itself, as musicd
-# does (README, "Signed URLs"): the same grammar, HMAC-SHA256 of the same bytes with the same
-# keys (digest.hmac_sha256, Debian's varnish-vmod-digest; vmod var from Debian's
-# varnish-modules holds the keys and the token), exp and st against the clock with the same
-# leeway, the same acl; a bad token is refused with 403 (Cache-Control: no-store) and one
-# VCL_Log line naming the reason ("url signing: 403, signed-URL token expired": varnishlog -g
-# raw -i VCL_Log). A valid token is taken out of the URL, so every listener's token finds the
-# one cached copy (?download and the other parameters stay in the URL, and in the hash), and a
-# cached copy is only ever served after a token was checked; the token goes on to musicd in
-# the backend request (X-Musicd-Token, put back into the URL by vcl_backend_fetch), so a musicd
-# with the same keys checks it once more on a miss (a musicd without keys ignores it).
-#
-# The keys: the VCL reads them with std.fileread() from a file you write, never from the VCL:
-# ADAPT the path /etc/varnish/musicd-url-signing.keys. The file is musicd's format (hex keys,
-# one a line, '#' comments), the first two keys tried (so a rotation keeps two live). varnishd
-# reads a std.fileread() path once and shares what it read with every VCL naming that path, so a
-# VCL reload does not see a changed file: rotate by writing the keys to a new file and loading
-# this VCL with its path (sed the path, then varnishreload or `systemctl reload varnish`: the
-# cache stays), or restart varnishd (the cache starts empty). The rule that lets VCL match
-# EdgeAuth keys: a VCL string ends at a 00 byte,
-# so a key whose bytes hold one (0x00) cannot be used here, and the VCL refuses to load with
-# such a key, or with no key, a malformed one, or more than two. Make keys that never hold one:
-#     openssl rand -base64 48 | tr -d '\n' | od -An -v -tx1 | tr -d ' \n'
-# (64 random printable bytes, hex-encoded). The file's mode: readable by varnishd's worker
-# (Debian: user vcache, group varnish: chgrp varnish, chmod 640), as musicd's file is by musicd.
-# ADAPT: the leeway (5 s, as musicd's --url-signing-leeway), and __token__ (7 places here, 1 in
-# vcl_recv below) if musicd runs with another --url-signing-parameter.
-#
-# To turn it on: remove the first '#' of each line from BEGIN url-signing to END url-signing.
-# BEGIN url-signing
-#import digest;
-#import var;
-#
-#sub vcl_init {
-#    # The keys, once per VCL load: the key file's first two keys (hex, as musicd reads them),
-#    # each decoded to its bytes. A VCL string ends at a 00 byte, so a key holding one cannot be
-#    # matched here: the VCL refuses to load instead of refusing every token.
-#    var.global_set("musicd_keys", regsuball(std.fileread("/etc/varnish/musicd-url-signing.keys"),
-#        "#[^\n]*", ""));
-#    if (var.global_get("musicd_keys") !~
-#        "^\s*[0-9A-Fa-f]{64,512}(\s+[0-9A-Fa-f]{64,512})?\s*$") {
-#        return (fail("url signing: the key file must hold one or two hex keys of 32 to 256 bytes"));
-#    }
-#    var.global_set("musicd_key1_hex", regsub(var.global_get("musicd_keys"),
-#        "^\s*([0-9A-Fa-f]+)[\s\S]*$", "\1"));
-#    var.global_set("musicd_key2_hex", regsub(var.global_get("musicd_keys"),
-#        "^\s*[0-9A-Fa-f]+\s*([0-9A-Fa-f]*)\s*$", "\1"));
-#    var.global_set("musicd_key1", digest.base64_decode(digest.base64_hex(
-#        var.global_get("musicd_key1_hex"))));
-#    var.global_set("musicd_key2", digest.base64_decode(digest.base64_hex(
-#        var.global_get("musicd_key2_hex"))));
-#    if (digest.base64(var.global_get("musicd_key1")) !=
-#            digest.base64_hex(var.global_get("musicd_key1_hex")) ||
-#        digest.base64(var.global_get("musicd_key2")) !=
-#            digest.base64_hex(var.global_get("musicd_key2_hex"))) {
-#        return (fail("url signing: a key holds a 00 byte, which a VCL string cannot hold"));
-#    }
-#}
-#
-#sub vcl_recv {
-#    unset req.http.X-Musicd-Token;
-#    if ((req.method == "GET" || req.method == "HEAD") &&
-#        req.url ~ "^/musicdb/[0-9A-Fa-f]{24}/[^/?#]+([?#]|$)") {
-#        call musicd_check_token;
-#    }
-#}
-#
-#sub musicd_check_token {
-#    if (req.url !~ "^[^?#]*\?([^#]*&)?__token__(=|&|#|$)") {
-#        std.log("url signing: 403, signed-URL token missing");
-#        return (synth(403, "Forbidden"));
-#    }
-#    var.set("token", regsub(req.url, "^[^?#]*\?([^#]*&)?__token__=([^&#]*)[\s\S]*$", "\2"));
-#    if (req.url ~ "^[^?#]*\?([^#]*&)?__token__(=[^&#]*)?&([^#]*&)?__token__(=|&|#|$)" ||
-#        var.get("token") !~ "^(st=[0-9]{1,12}~)?exp=[0-9]{1,12}~acl=[^~]+(~id=[^~]*)?(~data=[^~]*)?~hmac=[0-9A-Fa-f]{64}$" ||
-#        var.get("token") ~ "^.{2049}") {
-#        std.log("url signing: 403, signed-URL token malformed");
-#        return (synth(403, "Forbidden"));
-#    }
-#    var.set("signed", regsub(var.get("token"), "~hmac=[0-9A-Fa-f]{64}$", ""));
-#    var.set("hmac", "0x" + std.tolower(regsub(var.get("token"), "^.*~hmac=", "")));
-#    if (digest.hmac_sha256(var.global_get("musicd_key1"), var.get("signed")) != var.get("hmac") &&
-#        (var.global_get("musicd_key2") == "" ||
-#         digest.hmac_sha256(var.global_get("musicd_key2"), var.get("signed")) != var.get("hmac"))) {
-#        std.log("url signing: 403, signed-URL token bad signature");
-#        return (synth(403, "Forbidden"));
-#    }
-#    # ADAPT: 5, musicd's --url-signing-leeway (seconds of clock skew allowed at st and exp).
-#    var.set_int("leeway", 5);
-#    if (std.integer(time=now) > std.integer(regsub(var.get("token"),
-#            "^(st=[0-9]+~)?exp=([0-9]+)~.*$", "\2"), 0) + var.get_int("leeway")) {
-#        std.log("url signing: 403, signed-URL token expired");
-#        return (synth(403, "Forbidden"));
-#    }
-#    if (var.get("token") ~ "^st=" && std.integer(regsub(var.get("token"), "^st=([0-9]+)~.*$",
-#            "\1"), 0) > std.integer(time=now) + var.get_int("leeway")) {
-#        std.log("url signing: 403, signed-URL token not yet valid");
-#        return (synth(403, "Forbidden"));
-#    }
-#    if (!std.strstr("!" + std.tolower(regsub(var.get("token"),
-#            "^(st=[0-9]+~)?exp=[0-9]+~acl=([^~]+)~.*$", "\2")) + "!",
-#            "!/musicdb/" + std.tolower(regsub(req.url, "^/musicdb/([0-9A-Fa-f]{24})/.*$", "\1")) +
-#            "/*!")) {
-#        std.log("url signing: 403, signed-URL token wrong track");
-#        return (synth(403, "Forbidden"));
-#    }
-#    # Valid: the token leaves the URL, so every listener's token finds the one cached copy (the
-#    # hash is the URL), and travels on to musicd in a header vcl_backend_fetch puts back.
-#    set req.http.X-Musicd-Token = var.get("token");
-#    set req.url = regsub(req.url, "^([^?#]*\?(?:[^#]*&)?)__token__=[^&#]*&?", "\1");
-#    set req.url = regsub(req.url, "[?&]$", "");
-#}
-#
-#sub vcl_backend_fetch {
-#    if (bereq.http.X-Musicd-Token) {
-#        if (bereq.url ~ "\?") {
-#            set bereq.url = bereq.url + "&__token__=" + bereq.http.X-Musicd-Token;
-#        } else {
-#            set bereq.url = bereq.url + "?__token__=" + bereq.http.X-Musicd-Token;
-#        }
-#        unset bereq.http.X-Musicd-Token;
-#    }
-#}
-#
-#sub vcl_synth {
-#    if (resp.status == 403) {
-#        set resp.http.Content-Type = "text/plain; charset=utf-8";
-#        set resp.http.Cache-Control = "no-store";
-#        set resp.body = "403 Forbidden" + {"
-#"};
-#        return (deliver);
-#    }
-#}
-# END url-signing
-
 sub vcl_recv {
     if (req.url == "/healthz") {
         # Always the origin's current state, never a cached one.
         return (pass);
     }
     if (req.url ~ "^[^?#]*\?([^#]*&)?__token__(=|&|#|$)") {
-        # A token still in the URL (the url-signing block above is off, or it took the token
+        # A token still in the URL (the url-signing file is not included, or it took the token
         # out of track URLs only): passed, never cached, so musicd checks it.
         return (pass);
     }
@@ -274,15 +157,8 @@ sub vcl_recv {
         if (std.healthy(req.backend_hint)) {
             set req.grace = 10s;
         }
-        # CORS (musicd --cors-origin): with a list of origins musicd answers Vary: Origin, and
-        # Varnish keeps one variant of a track per Origin value, each with its own
-        # Access-Control-Allow-Origin. ADAPT: list musicd's origins here (uncomment) so that
-        # made-up Origin values cannot make Varnish fetch and store a track once each; any other
-        # Origin gets no Access-Control-Allow-Origin from musicd anyway. Not needed with
-        # --cors-origin '*' (no Vary) or without CORS.
-        #if (req.http.Origin && req.http.Origin !~ "^(https://player\.example\.com)$") {
-        #    unset req.http.Origin;
-        #}
+        # CORS (musicd --cors-origin with a list): one variant per Origin value; the opt-in
+        # varnish-musicd-cors.vcl (above) drops Origin values musicd does not list.
     }
     # Everything else: the built-in rules (GET and HEAD looked up, other methods passed, ...):
     # CORS preflights (OPTIONS) are passed to musicd, never looked up or stored as a track.
@@ -384,11 +260,11 @@ sub vcl_deliver {
 }
 
 sub vcl_synth {
-    if (resp.status == 412) {
-        # As musicd answers it: a short plain text, never stored.
+    if (resp.status == 400 || resp.status == 412) {
+        # As musicd answers them: a short plain text, never stored.
         set resp.http.Content-Type = "text/plain; charset=utf-8";
         set resp.http.Cache-Control = "no-store";
-        set resp.body = "412 Precondition Failed" + {"
+        set resp.body = "" + resp.status + " " + resp.reason + {"
 "};
         return (deliver);
     }

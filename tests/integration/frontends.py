@@ -15,8 +15,11 @@ shipped file cannot silently stop being tested):
   config/varnish-musicd-cluster.vcl (several origins, no nginx)
       backend originN's .host "10.0.0.1N" and .port "23001" -> 127.0.0.1 and origin N's port;
       probe .interval 1s -> PROBE_INTERVAL
-  either VCL, when a test turns its url-signing block on (url_signing_on): the first '#' of
-      each of the block's lines removed, as README says, and its key file's path the test's
+  either VCL, with the opt-in files it includes (config/varnish-musicd-*.vcl) beside it, as an
+      operator installs them; a block turned on (block_on) exactly as README's "Opt-in blocks
+      of the VCLs" says: the '#' of the VCL's one include line for it removed; ADAPT values of
+      a block's file (the url-signing key file's path, the request limit) substituted the same
+      way as the VCL's
 
 Nginx runs in the foreground (`daemon off`) from a generated main nginx.conf in its own directory
 (pid, logs, temp paths there) that includes the site file the way Debian's nginx.conf includes
@@ -83,12 +86,33 @@ def nginx_site_text(musicd_port, nginx_port, offload=False, media_root=None):
     return substitute(path.read_text(), replacements, path.name)
 
 
-def varnish_vcl_text(nginx_port, probe_interval=PROBE_INTERVAL, adapt=()):
-    """The shipped VCL pointed at nginx's port, probing every probe_interval; adapt: more
-    (old, new) replacements, as a user would make at an ADAPT mark."""
-    replacements = [(SHIPPED_BACKEND_PORT, f'.port = "{nginx_port}";'),
-                    (SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};"), *adapt]
-    return substitute(VARNISH_VCL.read_text(), replacements, VARNISH_VCL.name)
+# An opt-in block's include line in the shipped VCLs, commented out: '#include "./FILE";'. The
+# "./" makes varnishd read FILE from the including VCL's own directory, whatever vcl_path says.
+INCLUDE_LINE = re.compile(r'^#?include "\./([^"/]+\.vcl)";$', re.M)
+
+
+def vcl_files(vcl_path, replacements=()):
+    """The shipped VCL at vcl_path and the opt-in files it includes, as an operator installs
+    them side by side: {file name: text}, the VCL first. Each (old, new) of replacements is made
+    in every file holding old; AssertionError if none does."""
+    vcl_path = pathlib.Path(vcl_path)
+    names = [vcl_path.name] + INCLUDE_LINE.findall(vcl_path.read_text())
+    files = {name: (vcl_path.parent / name).read_text() for name in names}
+    for old, new in replacements:
+        holding = [name for name, text in files.items() if old in text]
+        assert holding, f"{old!r} not found in {vcl_path.name} or its opt-in files: changed?"
+        for name in holding:
+            files[name] = files[name].replace(old, new)
+    return files
+
+
+def varnish_vcl_files(nginx_port, probe_interval=PROBE_INTERVAL, adapt=()):
+    """The shipped VCL (and its opt-in files) pointed at nginx's port, probing every
+    probe_interval; adapt: more (old, new) replacements, as a user would make at an ADAPT mark
+    or to turn a block on (block_on)."""
+    return vcl_files(VARNISH_VCL, [(SHIPPED_BACKEND_PORT, f'.port = "{nginx_port}";'),
+                                   (SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};"),
+                                   *adapt])
 
 
 def _origin_replacements(origin_ports, old, new):
@@ -108,33 +132,52 @@ def nginx_cluster_site_text(origin_ports, nginx_port, fail_timeout=FAIL_TIMEOUT)
     return substitute(NGINX_CLUSTER_SITE.read_text(), replacements, NGINX_CLUSTER_SITE.name)
 
 
-def varnish_cluster_vcl_text(origin_ports, probe_interval=PROBE_INTERVAL, adapt=()):
-    """The shipped cluster VCL with backend originN at 127.0.0.1:<port N>; adapt as for
-    varnish_vcl_text."""
+def varnish_cluster_vcl_files(origin_ports, probe_interval=PROBE_INTERVAL, adapt=()):
+    """The shipped cluster VCL (and its opt-in files) with backend originN at
+    127.0.0.1:<port N>; adapt as for varnish_vcl_files."""
     replacements = _origin_replacements(
         origin_ports, lambda host, port: f'.host = "{host}";\n    .port = "{port}";',
         lambda port: f'.host = "127.0.0.1";\n    .port = "{port}";')
     replacements += [(SHIPPED_PROBE_INTERVAL, f".interval = {probe_interval};"), *adapt]
-    return substitute(VARNISH_CLUSTER_VCL.read_text(), replacements, VARNISH_CLUSTER_VCL.name)
+    return vcl_files(VARNISH_CLUSTER_VCL, replacements)
 
 
-# The shipped VCLs' url-signing block, off as shipped: README's way to turn it on is to remove
-# the first '#' of each of its lines.
-URL_SIGNING_BEGIN = "# BEGIN url-signing\n"
-URL_SIGNING_END = "# END url-signing\n"
+# The shipped VCLs' opt-in blocks, off as shipped. README says how to turn one on, and the tests
+# do exactly that: the table of "Opt-in blocks of the VCLs" names each block's line to uncomment.
+README_BLOCK_LINE = re.compile(r'^\| ([a-z-]+) \| `(#include "\./[^"]+";)` \|', re.M)
 SHIPPED_URL_SIGNING_KEYS = "/etc/varnish/musicd-url-signing.keys"
+SHIPPED_REQUEST_LIMIT = '"musicdb:" + client.identity, 300, 60s, 60s'
+SHIPPED_CORS_ORIGINS = '"^(https://player\\.example\\.com)$"'
 
 
-def url_signing_on(vcl_path, key_file):
-    """The adapt pairs that turn vcl_path's url-signing block on, reading key_file."""
-    text = pathlib.Path(vcl_path).read_text()
-    start = text.index(URL_SIGNING_BEGIN) + len(URL_SIGNING_BEGIN)
-    block = text[start:text.index(URL_SIGNING_END)]
-    lines = block.split("\n")[:-1]
-    assert lines and all(line.startswith("#") for line in lines), \
-        f"{vcl_path}: a line of the url-signing block does not start with '#'"
-    on = "".join(line[1:] + "\n" for line in lines)
-    return [(block, on.replace(SHIPPED_URL_SIGNING_KEYS, str(key_file)))]
+def readme_block_lines():
+    """{block name: the VCL line README says to uncomment for it}."""
+    return dict(README_BLOCK_LINE.findall(read_text(REPO / "README.md")))
+
+
+def block_on(name):
+    """The adapt pair that turns the opt-in block `name` on as README says: the '#' of its
+    include line removed."""
+    line = readme_block_lines().get(name)
+    assert line, f"README's table of opt-in blocks has no {name!r} row"
+    return (f"\n{line}\n", f"\n{line[1:]}\n")
+
+
+def url_signing_on(key_file):
+    """The adapt pairs that turn the url-signing block on, reading key_file."""
+    return [block_on("url-signing"), (SHIPPED_URL_SIGNING_KEYS, str(key_file))]
+
+
+def request_limit_on(limit):
+    """The adapt pairs that turn the request-limit block on, with limit requests per client in
+    60 s instead of 300."""
+    return [block_on("request-limit"),
+            (SHIPPED_REQUEST_LIMIT, f'"musicdb:" + client.identity, {limit}, 60s, 60s')]
+
+
+def cors_origins_on(origin):
+    """The adapt pairs that turn the cors block on, listing one origin (scheme://host:port)."""
+    return [block_on("cors"), (SHIPPED_CORS_ORIGINS, f'"^({re.escape(origin)})$"')]
 
 
 def nginx_main_conf(directory, site_path, worker_processes=1, extra_http=""):
@@ -239,14 +282,17 @@ class Nginx:
 
 
 class Varnish:
-    """One varnishd (-F, -n <directory>) running a VCL text."""
+    """One varnishd (-F, -n <directory>) running a VCL: its text, or {file name: text} of it
+    (the first) and its opt-in files, written side by side into directory."""
 
-    def __init__(self, directory, vcl_text, port, storage="malloc,64m"):
+    def __init__(self, directory, vcl, port, storage="malloc,64m"):
         self.dir = pathlib.Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.workdir = self.dir / "n"          # varnishd -n: its working directory
-        self.vcl_path = self.dir / "musicd.vcl"
-        self.vcl_path.write_text(vcl_text)
+        files = {"musicd.vcl": vcl} if isinstance(vcl, str) else vcl
+        for name, text in files.items():
+            (self.dir / name).write_text(text)
+        self.vcl_path = self.dir / next(iter(files))
         self.port = port
         self.admin_port = free_port()
         self.storage = storage
@@ -334,9 +380,12 @@ class Varnish:
                           interval=0.1, message=f"Varnish backend to be {state}")
 
 
-def vcl_compiles(vcl_path):
-    """`varnishd -C -j none -f vcl_path`: (exit status, stderr). -j none: as root, varnishd
-    would read the file as its unprivileged user, and fail in a clone under /root (0700)."""
+def vcl_compiles(vcl_path, files=None):
+    """`varnishd -C -j none -f vcl_path`: (exit status, stderr); files: {name: text} to write
+    beside it first (vcl_path's name the first). -j none: as root, varnishd would read the file
+    as its unprivileged user, and fail in a clone under /root (0700)."""
+    for name, text in (files or {}).items():
+        (pathlib.Path(vcl_path).parent / name).write_text(text)
     p = subprocess.run([VARNISHD_BIN, "-C", "-j", "none", "-f", str(vcl_path)],
                        capture_output=True, text=True, timeout=RUN_TIMEOUT,
                        stdin=subprocess.DEVNULL)
@@ -387,7 +436,7 @@ class FrontendFactory:
 
     def varnish(self, nginx_port, probe_interval=PROBE_INTERVAL, adapt=()):
         return self._start(lambda: Varnish(self._dir("varnish"),
-                                           varnish_vcl_text(nginx_port, probe_interval, adapt),
+                                           varnish_vcl_files(nginx_port, probe_interval, adapt),
                                            free_port()))
 
     def nginx_cluster(self, origin_ports, fail_timeout=FAIL_TIMEOUT):
@@ -401,7 +450,7 @@ class FrontendFactory:
     def varnish_cluster(self, origin_ports, probe_interval=PROBE_INTERVAL, adapt=()):
         """Varnish from the shipped cluster VCL, its backends the given origins' ports."""
         return self._start(lambda: Varnish(
-            self._dir("varnish"), varnish_cluster_vcl_text(origin_ports, probe_interval, adapt),
+            self._dir("varnish"), varnish_cluster_vcl_files(origin_ports, probe_interval, adapt),
             free_port()))
 
     def teardown(self):

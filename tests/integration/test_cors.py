@@ -19,7 +19,7 @@ import requests
 
 from assertions import assert_error
 from support import free_port, scaled, wait_until
-from frontends import SHIPPED_ACCEL_PREFIX
+from frontends import SHIPPED_ACCEL_PREFIX, cors_origins_on
 from test_deployment import HEALTHY_TIMEOUT, stack, track_requests, wait_track_requests
 from webdriver import PageServer
 
@@ -291,23 +291,11 @@ def test_the_shipped_stack_with_star_caches_one_object_for_every_origin(
     assert len([line for line in lines if line[1].startswith("GET")]) == 1, lines
 
 
-# The VCL's ADAPT block that lists musicd's origins, as shipped (commented out) and as a user
-# adapts it for --cors-origin PAGE.
-SHIPPED_VCL_ORIGINS = (
-    '        #if (req.http.Origin && req.http.Origin !~ "^(https://player\\.example\\.com)$") {\n'
-    '        #    unset req.http.Origin;\n'
-    '        #}\n')
-ADAPTED_VCL_ORIGINS = (
-    '        if (req.http.Origin && req.http.Origin !~ "^(http://127\\.0\\.0\\.1:8000)$") {\n'
-    '            unset req.http.Origin;\n'
-    '        }\n')
-
-
 def test_the_vcls_origin_list_keeps_made_up_origins_from_making_variants(
         musicd, library, frontends):
     server = musicd.start(extra_args=["--cors-origin", PAGE])
     nginx = frontends.nginx(server.port)
-    varnish = frontends.varnish(nginx.port, adapt=[(SHIPPED_VCL_ORIGINS, ADAPTED_VCL_ORIGINS)])
+    varnish = frontends.varnish(nginx.port, adapt=cors_origins_on(PAGE))
     varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
     track = library.add()
     for _ in range(2):
@@ -326,7 +314,7 @@ def test_the_vcls_origin_list_keeps_made_up_origins_from_making_variants(
 
 
 def test_without_the_vcls_origin_list_each_origin_is_a_variant(musicd, library, frontends):
-    # what the ADAPT block is for: the shipped VCL honours Vary: Origin for any value
+    # what the cors block is for: the shipped VCL honours Vary: Origin for any value
     server, nginx, varnish = stack(musicd, frontends, extra_args=["--cors-origin", PAGE])
     track = library.add()
     for origin in [f"http://made-up-{i}.example" for i in range(3)]:

@@ -20,8 +20,9 @@ import pytest
 import requests
 
 from assertions import assert_error
-from frontends import (NGINX_OFFLOAD_SITE, NGINX_SITE, SHIPPED_ACCEL_PREFIX, VARNISH_VCL,
-                       Nginx, parse_content_range, vcl_compiles)
+from frontends import (INCLUDE_LINE, NGINX_CLUSTER_SITE, NGINX_OFFLOAD_SITE, NGINX_SITE,
+                       SHIPPED_ACCEL_PREFIX, VARNISH_CLUSTER_VCL, VARNISH_VCL, Nginx, block_on,
+                       parse_content_range, readme_block_lines, vcl_compiles, vcl_files)
 from media import Library, sha256_file
 from musicd_process import MUSICD_BIN
 from support import REPO, free_port, scaled, wait_until
@@ -84,14 +85,54 @@ def stack(musicd, frontends, offload=False, media_root=None, extra_args=()):
 
 # -- the shipped files are valid ----------------------------------------------------------------
 
+SHIPPED_VCLS = [VARNISH_VCL, VARNISH_CLUSTER_VCL]
+
+
 @pytest.mark.no_c_binary
-def test_shipped_vcl_compiles():
-    status, errors = vcl_compiles(VARNISH_VCL)
+@pytest.mark.parametrize("vcl", SHIPPED_VCLS, ids=lambda p: p.name)
+def test_shipped_vcl_compiles(vcl):
+    status, errors = vcl_compiles(vcl)
     assert status == 0, errors
 
 
 @pytest.mark.no_c_binary
-@pytest.mark.parametrize("site", [NGINX_SITE, NGINX_OFFLOAD_SITE], ids=lambda p: p.name)
+@pytest.mark.parametrize("vcl", SHIPPED_VCLS, ids=lambda p: p.name)
+@pytest.mark.parametrize("blocks", ["request-limit", "url-signing", "cors", "all"])
+def test_shipped_vcl_compiles_with_its_opt_in_blocks_on(tmp_path, vcl, blocks):
+    names = list(readme_block_lines()) if blocks == "all" else [blocks]
+    assert names, "README's table of opt-in blocks is empty"
+    files = vcl_files(vcl, [block_on(name) for name in names])
+    status, errors = vcl_compiles(tmp_path / vcl.name, files)
+    assert status == 0, errors
+    assert sum(1 for name in files if f'\ninclude "./{name}";\n' in files[vcl.name]) == len(names)
+
+
+@pytest.mark.no_c_binary
+def test_readme_names_each_opt_in_block_by_the_one_line_both_vcls_have_commented_out():
+    lines = readme_block_lines()
+    assert sorted(lines) == ["cors", "request-limit", "url-signing"], lines
+    for vcl in SHIPPED_VCLS:
+        text = vcl.read_text()
+        assert sorted(INCLUDE_LINE.findall(text)) == \
+            sorted(INCLUDE_LINE.match(line).group(1) for line in lines.values()), vcl.name
+        for line in lines.values():
+            assert text.count(f"\n{line}\n") == 1, (vcl.name, line)
+    # each file is shipped, beside the VCLs, and README's copy command names each
+    readme = (REPO / "README.md").read_text()
+    copy = re.search(r"^    cp (config/varnish-musicd-\S+ .*?) /etc/varnish/$", readme.replace(
+        "\\\n        ", ""), re.M | re.S)
+    assert copy, "README's copy command for the opt-in files"
+    names = [INCLUDE_LINE.match(line).group(1) for line in lines.values()]
+    assert sorted(copy.group(1).split()) == sorted(f"config/{name}" for name in names)
+    for name in names:
+        assert (REPO / "config" / name).is_file(), name
+        assert f"#     {lines[name.removeprefix('varnish-musicd-').removesuffix('.vcl')]}\n" in \
+            (REPO / "config" / name).read_text(), f"{name} names its line"
+
+
+@pytest.mark.no_c_binary
+@pytest.mark.parametrize("site", [NGINX_SITE, NGINX_OFFLOAD_SITE, NGINX_CLUSTER_SITE],
+                         ids=lambda p: p.name)
 def test_shipped_nginx_site_passes_nginx_t(tmp_path, site):
     # The file exactly as shipped, included from a Debian-like main nginx.conf.
     nginx = Nginx(tmp_path / "nginx", site.read_text(), port=8080)

@@ -12,6 +12,7 @@ import subprocess
 
 import pytest
 
+from frontends import INCLUDE_LINE, block_on, readme_block_lines, vcl_compiles
 from musicd_process import musicd_env, require_binary
 from support import REPO
 
@@ -20,6 +21,11 @@ from support import REPO
 pytestmark = pytest.mark.xdist_group("make-install")
 
 MAKE_TIMEOUT = 300   # make install may have to (re)build the binaries first
+# The nginx sites and the VCLs with their opt-in files, installed as examples side by side (the
+# package's /usr/share/doc/musicd/examples/).
+EXAMPLES = ["nginx-musicd.conf", "nginx-musicd-offload.conf", "nginx-musicd-cluster.conf",
+            "varnish-musicd.vcl", "varnish-musicd-cluster.vcl", "varnish-musicd-request-limit.vcl",
+            "varnish-musicd-url-signing.vcl", "varnish-musicd-cors.vcl"]
 RUN_TIMEOUT = 10
 MAN_PAGE = REPO / "man" / "musicd.8"
 VERSION = (REPO / "VERSION").read_text().strip()
@@ -67,6 +73,7 @@ def layout(prefix, sysconfdir, unitdir=None, sbindir=None):
         f"{p}/lib/sysusers.d/musicd.conf": "0o644",
         f"{p}/share/man/man8/musicd.8": "0o644",
         f"{p}/share/man/man1/musicd-import.1": "0o644",
+        **{f"{p}/share/doc/musicd/examples/{name}": "0o644" for name in EXAMPLES},
     }
 
 
@@ -123,6 +130,9 @@ def check_install(destdir, prefix, sysconfdir, *variables, unitdir=None, sbindir
                          (etc / "musicd" / "musicd.conf").read_text()) == LAYOUT_LINES
     assert (etc / "logrotate.d" / "musicd").read_bytes() == \
         (REPO / "config" / "musicd.logrotate").read_bytes()
+    examples = root / prefix.lstrip("/") / "share" / "doc" / "musicd" / "examples"
+    for name in EXAMPLES:
+        assert (examples / name).read_bytes() == (REPO / "config" / name).read_bytes(), name
     lib = root / prefix.lstrip("/") / "lib"
     assert (lib / "tmpfiles.d" / "musicd.conf").read_bytes() == \
         (REPO / "config" / "musicd.tmpfiles").read_bytes()
@@ -270,6 +280,35 @@ def test_a_shipped_configuration_edited_after_install_is_kept(tmp_path):
     make("-s", "uninstall", f"DESTDIR={destdir}", "PREFIX=/usr")
     assert list(files_under(destdir)) == ["etc/musicd/musicd.conf"]
 
+
+
+@pytest.mark.no_c_binary
+@pytest.mark.skipif(not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
+                    reason="varnishd is needed (scripts/install-deps)")
+@pytest.mark.parametrize("vcl", ["varnish-musicd.vcl", "varnish-musicd-cluster.vcl"])
+def test_the_installed_vcls_compile_with_every_opt_in_block_on(tmp_path, vcl):
+    """As README's "Opt-in blocks of the VCLs" has an operator do it, from the package's layout:
+    the VCL and its opt-in files copied side by side out of the installed examples, each
+    block's one include line uncommented."""
+    destdir = tmp_path / "stage"
+    make("-s", "install", f"DESTDIR={destdir}", "PREFIX=/usr")
+    examples = destdir / "usr" / "share" / "doc" / "musicd" / "examples"
+    etc_varnish = tmp_path / "etc" / "varnish"
+    etc_varnish.mkdir(parents=True)
+    for name in INCLUDE_LINE.findall((examples / vcl).read_text()):
+        shutil.copy(examples / name, etc_varnish / name)
+    text = (examples / vcl).read_text()
+    for name in readme_block_lines():
+        old, new = block_on(name)
+        assert text.count(old) == 1, name
+        text = text.replace(old, new)
+    (etc_varnish / "musicd.vcl").write_text(text)
+    status, errors = vcl_compiles(etc_varnish / "musicd.vcl")
+    assert status == 0, errors
+    # ... and the opt-in files are what made it compile: without one, it does not.
+    (etc_varnish / "varnish-musicd-cors.vcl").unlink()
+    status, errors = vcl_compiles(etc_varnish / "musicd.vcl")
+    assert status != 0 and "varnish-musicd-cors.vcl" in errors, errors
 
 # -- the man page -----------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import shutil
 
 import pytest
 
-from frontends import SHIPPED_ACCEL_PREFIX, VARNISH_VCL
+from frontends import SHIPPED_ACCEL_PREFIX, VARNISH_VCL, block_on, request_limit_on
 from support import scaled
 from test_limits import (KIB, Held, assert_429, assert_paced, get_from, metric, read_paced,
                          wait_streams)
@@ -33,19 +33,6 @@ HEALTHY_TIMEOUT = scaled(30)
 RATE, AFTER = 128 * KIB, 512 * KIB
 LIMITS = ["--limit-rate", "128K", "--limit-rate-after", "512K"]
 TRUST_LOCAL = ["--trusted-proxy", "127.0.0.1/32"]   # nginx and Varnish connect from 127.0.0.1
-
-def vsthrottle_on(limit):
-    """The shipped VCL's request-limit block turned on as its comment says (the first '#' of
-    each line from BEGIN to END removed), with limit requests per client instead of 300."""
-    text = VARNISH_VCL.read_text()
-    start = text.index("# BEGIN request-limit\n")
-    end = text.index("# END request-limit\n")
-    block = text[start:end]
-    on = "\n".join(line[1:] if line.startswith("#") and i > 0 else line
-                   for i, line in enumerate(block.split("\n")))
-    shipped_limit = '"musicdb:" + client.identity, 300, 60s, 60s'
-    assert shipped_limit in on, "the shipped request limit changed?"
-    return [(block, on.replace(shipped_limit, f'"musicdb:" + client.identity, {limit}, 60s, 60s'))]
 
 
 def paced_through(base, track):
@@ -151,7 +138,7 @@ def test_the_vcl_request_limit_enabled_answers_429_beyond_it(musicd, library, fr
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(extra_args=TRUST_LOCAL)
     nginx = frontends.nginx(server.port)
-    varnish = frontends.varnish(nginx.port, adapt=vsthrottle_on(5))
+    varnish = frontends.varnish(nginx.port, adapt=request_limit_on(5))
     varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
     for _ in range(5):
         status, _, body = get_from("127.0.0.2", varnish, track.url_path)
@@ -165,7 +152,8 @@ def test_the_vcl_request_limit_enabled_answers_429_beyond_it(musicd, library, fr
 
 
 def test_the_shipped_vcl_leaves_the_request_limit_off(musicd, library, frontends):
-    assert "\n#import vsthrottle;\n" in VARNISH_VCL.read_text()   # off, as the CORS block
+    off, _ = block_on("request-limit")
+    assert off in VARNISH_VCL.read_text()   # its include line commented out, as the others
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start()
     nginx = frontends.nginx(server.port)

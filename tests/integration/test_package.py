@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from support import REPO
+from test_install import EXAMPLES
 
 pytestmark = [pytest.mark.skipif(
     not (shutil.which("dpkg-buildpackage") and shutil.which("dh") and shutil.which("lintian")),
@@ -28,8 +29,6 @@ RUN_TIMEOUT = 30
 VERSION = (REPO / "VERSION").read_text().strip()
 ARCH = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
                       check=True).stdout.strip()
-EXAMPLES = ["nginx-musicd.conf", "nginx-musicd-offload.conf", "nginx-musicd-cluster.conf",
-            "varnish-musicd.vcl", "varnish-musicd-cluster.vcl"]
 
 
 # What dpkg-buildpackage run in the tree itself would leave there.

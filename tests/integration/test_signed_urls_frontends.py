@@ -1,7 +1,7 @@
 """Signed URLs behind the shipped frontends (issue 18, README "Signed URLs"): through either nginx
 site (proxy, offload) tokens reach musicd untouched; the shipped VCLs as shipped pass a URL with a
-token to musicd uncached; with their url-signing block turned on (README: the first '#' of each
-line removed) Varnish checks the same tokens as musicd, with the same verdict for every token,
+token to musicd uncached; with their url-signing block turned on (README: its one include line
+uncommented) Varnish checks the same tokens as musicd, with the same verdict for every token,
 refuses bad ones itself (403, no-store, the reason in its log), shares one cached copy among
 every listener's token and never serves it without a valid one, and refuses to load a key it
 cannot match (a 00 byte); the cluster VCL sends every token of a track to the track's one origin.
@@ -16,8 +16,7 @@ import requests
 import httpraw
 
 from edgeauth import NpmEdgeAuth, new_key, python_token, track_acl, write_key_file
-from frontends import (SHIPPED_ACCEL_PREFIX, VARNISH_CLUSTER_VCL, VARNISH_VCL, Varnish,
-                       url_signing_on, varnish_vcl_text)
+from frontends import SHIPPED_ACCEL_PREFIX, Varnish, url_signing_on, varnish_vcl_files
 from support import free_port, scaled, wait_until
 from test_cluster import ORIGIN_ARGS, ORIGINS, served_urls
 from test_deployment import HEALTHY_TIMEOUT, track_requests, wait_track_requests
@@ -69,7 +68,7 @@ def signing_stack(musicd, frontends, tmp_path, keys_list=None):
     keys = write_key_file(tmp_path / "url-signing.keys", keys_list)
     server = keyed_musicd(musicd, keys)
     nginx = frontends.nginx(server.port)
-    varnish = frontends.varnish(nginx.port, adapt=url_signing_on(VARNISH_VCL, keys))
+    varnish = frontends.varnish(nginx.port, adapt=url_signing_on(keys))
     varnish.wait_backend("healthy", timeout=HEALTHY_TIMEOUT)
     return keys_list, server, varnish
 
@@ -263,12 +262,13 @@ def test_a_rotated_key_reaches_varnish_by_a_vcl_naming_a_new_file(musicd, fronte
     varnish.adm("vcl.load", "same-path", str(varnish.vcl_path))
     varnish.adm("vcl.use", "same-path")
     assert_forbidden(get(varnish, signed(track, token_for(second, track))))
-    # ... a VCL naming a new file is, as the shipped VCL's comment says, and the cache stays.
+    # ... a VCL naming a new file is, as the url-signing file's comment says (the path edited in
+    # it, the VCL loaded again: it is compiled with its includes as they are now), and the cache
+    # stays.
     rotated = write_key_file(tmp_path / "url-signing.2.keys", [second, first])
-    vcl = tmp_path / "rotated.vcl"
-    vcl.write_text(varnish.vcl_path.read_text().replace(str(tmp_path / "url-signing.keys"),
-                                                        str(rotated)))
-    varnish.adm("vcl.load", "rotated", str(vcl))
+    block = varnish.dir / "varnish-musicd-url-signing.vcl"
+    block.write_text(block.read_text().replace(str(tmp_path / "url-signing.keys"), str(rotated)))
+    varnish.adm("vcl.load", "rotated", str(varnish.vcl_path))
     varnish.adm("vcl.use", "rotated")
     for key in (second, first):
         resp = get(varnish, signed(track, token_for(key, track)))
@@ -278,8 +278,8 @@ def test_a_rotated_key_reaches_varnish_by_a_vcl_naming_a_new_file(musicd, fronte
 
 def vcl_load_failure(tmp_path, key_file):
     """What varnishd says when the shipped VCL, url-signing on with key_file, fails to load."""
-    text = varnish_vcl_text(free_port(), adapt=url_signing_on(VARNISH_VCL, key_file))
-    varnish = Varnish(tmp_path / "varnish", text, free_port())
+    files = varnish_vcl_files(free_port(), adapt=url_signing_on(key_file))
+    varnish = Varnish(tmp_path / "varnish", files, free_port())
     try:
         with pytest.raises(AssertionError) as failed:
             varnish.start(timeout=scaled(30))
@@ -346,7 +346,7 @@ def test_the_cluster_vcl_with_url_signing_on_checks_tokens_and_caches_one_copy(
     origins = [musicd.start(extra_args=ORIGIN_ARGS + ["--url-signing-key-file", keys])
                for _ in range(ORIGINS)]
     varnish = frontends.varnish_cluster([o.port for o in origins],
-                                        adapt=url_signing_on(VARNISH_CLUSTER_VCL, keys))
+                                        adapt=url_signing_on(keys))
     varnish.wait_backends({f"origin{i + 1}": "healthy" for i in range(ORIGINS)}, TIMEOUT)
     track = library.add()
     assert_forbidden(get(varnish, track.url_path))
