@@ -25,7 +25,7 @@
 #define EVICTIONS_MAX 2
 
 struct disk_gate {
-	struct disk_read read;	    /* first: the pool hands back its work */
+	struct disk_read *read;	    /* the read in flight or last done; made at the first one */
 	struct exchange *exchange; /* valid while the feed holds the gate */
 	struct disk_io *io;
 	unsigned lane;
@@ -41,8 +41,10 @@ struct disk_gate {
 
 static void gate_unref(struct disk_gate *gate)
 {
-	if (--gate->refs == 0)
-		free(gate);
+	if (--gate->refs > 0)
+		return;
+	free(gate->read);
+	free(gate);
 }
 
 static bool was_read(const struct disk_gate *gate, int fd, uint64_t offset, uint64_t length)
@@ -54,7 +56,7 @@ static bool was_read(const struct disk_gate *gate, int fd, uint64_t offset, uint
 static void on_read_done(struct exchange *exchange, void *arg)
 {
 	struct disk_gate *gate = arg;
-	struct disk_read *read = &gate->read;
+	struct disk_read *read = gate->read;
 	gate->reading = false;
 	bool feeding = gate->feeding;
 	if (read->work.skipped || read->error_number != 0) {
@@ -78,12 +80,15 @@ static void on_read_done(struct exchange *exchange, void *arg)
 /* Starts reading [offset, offset + length) of fd; false when it cannot be asked for. */
 static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t length)
 {
+	/* Most streams never need one: every window of a cached track is in memory. */
+	if (gate->read == NULL && (gate->read = malloc(sizeof(*gate->read))) == NULL)
+		return false;
 	struct event *delivery = exchange_wait(gate->exchange, 0, on_read_done, NULL, gate);
 	if (delivery == NULL)
 		return false;
-	gate->read = (struct disk_read){.work.delivery = delivery, .fd = fd, .offset = offset,
-					.length = length};
-	if (disk_io_submit(gate->io, &gate->read.work, disk_read_run, gate->lane, TASK_CONTINUE) <
+	*gate->read = (struct disk_read){.work.delivery = delivery, .fd = fd, .offset = offset,
+					 .length = length};
+	if (disk_io_submit(gate->io, &gate->read->work, disk_read_run, gate->lane, TASK_CONTINUE) <
 	    0) {
 		exchange_wait_cancel(gate->exchange);
 		return false;

@@ -842,6 +842,13 @@ static void on_drained_event(evutil_socket_t fd, short what, void *arg)
 	struct exchange *exchange = arg;
 	(void)fd;
 	(void)what;
+	if (exchange->feed_wants_run) {
+		/* The output has room for a fed body's next part (on_output_changed). */
+		exchange->feed_wants_run = 0;
+		if (exchange->feed != NULL && exchange->streaming)
+			feed_run(exchange->feed);
+		return; /* a fed body has no on_drained waiter of its own */
+	}
 	exchange_wait_cb on_drained = exchange->on_drained;
 	if (on_drained == NULL)
 		return; /* answered already, by the connection going */
@@ -857,8 +864,10 @@ static void on_output_changed(struct evbuffer *output, const struct evbuffer_cb_
 	struct exchange *exchange = arg;
 	if (info->n_deleted == 0)
 		return;
-	if (exchange->feed != NULL)
-		feed_output_changed(exchange->feed, evbuffer_get_length(output));
+	if (exchange->feed != NULL && feed_output_changed(exchange->feed, evbuffer_get_length(output))) {
+		exchange->feed_wants_run = 1;
+		event_active(exchange->drained, EV_TIMEOUT, 1); /* the loop's next turn, not this write */
+	}
 	if (exchange->on_drained != NULL && exchange_stream_queued(exchange) <= exchange->drain_low)
 		event_active(exchange->drained, EV_TIMEOUT, 1);
 }

@@ -31,7 +31,7 @@ struct feed {
 	uint64_t window;	  /* the most bytes of a file moved at once */
 	struct timespec started;  /* when the body began */
 	uint64_t fed;		  /* body bytes moved to the output */
-	struct event timer;	  /* paced: the wait for allowance or for the socket; also a wake-up */
+	struct event *timer;	  /* paced: the wait for allowance or for the socket; NULL unpaced */
 	bool awaiting_room;	  /* unpaced: waiting for the output to drain to half a window */
 	bool awaiting_gate;	  /* the gate is bringing the next window in */
 	struct evbuffer *texts;	  /* the text pieces' bytes, in order; NULL until one */
@@ -53,8 +53,11 @@ struct feed *feed_new(const struct feed_sink *sink, uint64_t rate, uint64_t afte
 		      const struct feed_gate *gate)
 {
 	struct feed *feed = calloc(1, sizeof(*feed));
-	if (feed == NULL || evtimer_assign(&feed->timer, sink->base, on_timer, feed) < 0) {
+	if (feed != NULL && rate > 0 && (feed->timer = evtimer_new(sink->base, on_timer, feed)) == NULL) {
 		free(feed);
+		feed = NULL;
+	}
+	if (feed == NULL) {
 		if (gate != NULL)
 			gate->release(gate->arg);
 		return NULL;
@@ -76,7 +79,8 @@ void feed_free(struct feed *feed)
 {
 	if (feed == NULL)
 		return;
-	event_del(&feed->timer);
+	if (feed->timer != NULL)
+		event_free(feed->timer);
 	if (feed->texts != NULL)
 		evbuffer_free(feed->texts);
 	if (feed->holds != NULL)
@@ -188,7 +192,7 @@ static void wait_for(struct feed *feed, double seconds)
 	if (microseconds < 1000)
 		microseconds = 1000; /* the loop's clock is a millisecond's */
 	struct timeval delay = {.tv_sec = microseconds / 1000000, .tv_usec = microseconds % 1000000};
-	evtimer_add(&feed->timer, &delay);
+	evtimer_add(feed->timer, &delay);
 }
 
 /*
@@ -263,7 +267,7 @@ static uint64_t room_mark(const struct feed *feed)
 void feed_run(struct feed *feed)
 {
 	feed->awaiting_gate = false;
-	if (feed->held == 0 || evtimer_pending(&feed->timer, NULL))
+	if (feed->held == 0 || (feed->timer != NULL && evtimer_pending(feed->timer, NULL)))
 		return; /* a stream's next part is awaited (its append runs the feed), or a wait is on */
 	size_t queued = evbuffer_get_length(feed->sink.output);
 	uint64_t length;
@@ -306,12 +310,12 @@ void feed_run(struct feed *feed)
 	feed->sink.added(feed->sink.context, (size_t)moved);
 }
 
-void feed_output_changed(struct feed *feed, size_t length)
+bool feed_output_changed(struct feed *feed, size_t length)
 {
-	if (feed->awaiting_room && length <= room_mark(feed)) {
-		feed->awaiting_room = false;
-		event_active(&feed->timer, EV_TIMEOUT, 1); /* on the loop's next turn, not in a write */
-	}
+	if (!feed->awaiting_room || length > room_mark(feed))
+		return false;
+	feed->awaiting_room = false;
+	return true;
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)

@@ -9,7 +9,9 @@
  *     a device; meanwhile the gate brings the window in off the loop, and the
  *     next one while this one is sent.
  * Without pacing, the output is topped up a window at a time whenever it
- * has drained to half a window (feed_output_changed).
+ * has drained to half a window (feed_output_changed). A feed is as small as
+ * it can be, as every listener of a track longer than a window has one: an
+ * unpaced feed has no timer of its own.
  *
  * A file segment cannot be cut once it is on an output: libevent 2.1.12's
  * evbuffer_write_atmost ignores its limit for a sendfile chain
@@ -89,8 +91,12 @@ uint64_t feed_held(const struct feed *feed);
  */
 void feed_run(struct feed *feed);
 
-/* The output changed to length bytes queued: an unpaced feed waiting for room runs again. */
-void feed_output_changed(struct feed *feed, size_t length);
+/*
+ * The output changed to length bytes queued: true when an unpaced feed waiting
+ * for room wants to run again (the owner calls feed_run on the loop's next
+ * turn, not inside the write that changed the output).
+ */
+bool feed_output_changed(struct feed *feed, size_t length);
 
 /* Stops and frees it, dropping what was not sent. NULL is nothing. */
 void feed_free(struct feed *feed);

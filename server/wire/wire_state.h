@@ -135,7 +135,9 @@ struct exchange {
 	uint64_t body_appended;	    /* body bytes queued so far */
 	bufferevent_data_cb evhttp_write_cb; /* put back when the last byte is queued */
 	struct evbuffer_cb_entry *drain_watch; /* on the output while streaming */
-	struct event *drained;	    /* activated when the output fell to drain_low */
+	struct event *drained;	    /* activated when the output fell to drain_low, or a fed
+				       body has room for its next part (feed_wants_run) */
+	int feed_wants_run;
 	size_t drain_low;
 	wire_wait_cb on_drained; /* pending exchange_stream_when_drained; holds a reference */
 	void *drain_arg;
