@@ -8,6 +8,7 @@ musicd's request counter."""
 import json
 import os
 import pathlib
+import re
 import resource
 import shutil
 import signal
@@ -24,6 +25,7 @@ import httpraw
 from assertions import assert_error
 from support import (SYS_PIDFD_GETFD, _libc, free_port, listening_sockets, port_accepts, scaled,
                      wait_until)
+from test_reload import Reloadable, base_settings
 
 TIMEOUT = scaled(10)
 CONTENT_TYPE = "text/plain; version=0.0.4"
@@ -53,6 +55,13 @@ FAMILIES = {
     "musicd_connections_refused": "counter",
     "musicd_database_up": "gauge",
     "musicd_url_signing_refusals": "counter",
+    "musicd_connections_limit": "gauge",
+    "musicd_lookup_threads": "gauge",
+    "musicd_lookups_in_flight_limit": "gauge",
+    "musicd_lookup_cache_entries_limit": "gauge",
+    "musicd_file_cache_entries_limit": "gauge",
+    "musicd_streams_per_client_limit": "gauge",
+    "musicd_limit_rate_bytes_per_second": "gauge",
     "musicd_build_info": "gauge",
     "process_cpu_seconds": "counter",
     "process_resident_memory_bytes": "gauge",
@@ -334,6 +343,61 @@ def test_a_stalled_lookup_is_a_timeout_in_flight_and_a_full_queue_is_rejected(mu
     added = {k: v - before.requests().get(k, 0) for k, v in after.requests().items()
              if v != before.requests().get(k, 0)}
     assert added == {("503", "GET"): 2}
+
+
+# -- the limits ----------------------------------------------------------------------------
+
+# Each limit gauge and the setting it shows: what the shipped alerting rules compare with.
+LIMITS = {
+    "musicd_connections_limit": "max-connections",
+    "musicd_lookup_threads": "lookup-threads",
+    "musicd_lookups_in_flight_limit": "max-pending-lookups",
+    "musicd_lookup_cache_entries_limit": "lookup-cache-entries",
+    "musicd_file_cache_entries_limit": "open-file-cache-entries",
+    "musicd_streams_per_client_limit": "max-streams-per-client",
+    "musicd_limit_rate_bytes_per_second": "limit-rate",
+}
+
+
+def limits(s):
+    return {LIMITS[name]: s.value(name) for name in LIMITS}
+
+
+def test_the_limits_are_gauges_of_the_settings_and_a_reload_shows_the_new_live_ones(
+        musicd, mongo, db, library, tmp_path):
+    r = Reloadable(musicd, tmp_path, base_settings(
+        mongo, db, library, tmp_path, max_connections="50", lookup_threads="3",
+        max_pending_lookups="77", lookup_cache_entries="123", open_file_cache_entries="45",
+        max_streams_per_client="2", limit_rate="64K"))
+    assert limits(scrape(r.server)) == {
+        "max-connections": 50, "lookup-threads": 3, "max-pending-lookups": 77,
+        "lookup-cache-entries": 123, "open-file-cache-entries": 45,
+        "max-streams-per-client": 2, "limit-rate": 65536}
+
+    # Live settings change with the reload; restart-only ones are kept as they run, and so
+    # are their gauges.
+    r.write(max_streams_per_client="5", limit_rate="128K", max_connections="60",
+            lookup_threads="4", max_pending_lookups="99")
+    r.hup()
+    assert limits(scrape(r.server)) == {
+        "max-connections": 50, "lookup-threads": 3, "max-pending-lookups": 77,
+        "lookup-cache-entries": 123, "open-file-cache-entries": 45,
+        "max-streams-per-client": 5, "limit-rate": 131072}
+    r.write(max_streams_per_client="0", limit_rate="0")
+    r.hup()
+    after = limits(scrape(r.server))
+    assert (after["max-streams-per-client"], after["limit-rate"]) == (0, 0)
+
+
+def test_the_connection_limit_gauge_is_the_one_settled_from_the_descriptor_limit(musicd):
+    # No --max-connections: musicd settles it from the descriptor limit and says so at start.
+    server = musicd.start(extra_args=["--workers", "2"], descriptor_limit=1500)
+    logged = re.search(r"descriptor limit 1500: at most (\d+) connections at once",
+                       server.stderr_text())
+    assert logged, server.stderr_text()
+    s = scrape(server)
+    assert s.value("musicd_connections_limit") == int(logged.group(1)) > 0
+    assert s.value("process_max_fds") == 1500
 
 
 # -- the listener --------------------------------------------------------------------------
