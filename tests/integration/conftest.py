@@ -42,6 +42,7 @@ import support  # noqa: E402
 from frontends import FrontendFactory  # noqa: E402
 from import_support import Importer, Sources  # noqa: E402
 from media import Library, MediaFiles  # noqa: E402
+from prometheus_server import PrometheusFactory  # noqa: E402
 from musicd_process import MusicdFactory  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
 from webdriver import Browser  # noqa: E402
@@ -377,6 +378,16 @@ def restartable_db(request, mongo, tmp_path):
 def frontends(tmp_path):
     """Real nginx and Varnish from the shipped config files (frontends.FrontendFactory)."""
     factory = FrontendFactory(tmp_path / "frontends")
+    yield factory
+    factory.teardown()
+
+
+@pytest.fixture
+def prometheus(tmp_path):
+    """Debian's prometheus (prometheus_server.PrometheusFactory): .start(target_port,
+    rule_files=()) scrapes 127.0.0.1:target_port every second and evaluates the rule files as
+    often; stopped at teardown."""
+    factory = PrometheusFactory(tmp_path / "prometheus")
     yield factory
     factory.teardown()
 
