@@ -12,7 +12,8 @@ Fixtures (per test): db (a fresh database t_<hex>, dropped after), library (the 
 root + track documents), musicd (factory: musicd.start(...)), server (musicd started with the
 defaults), db_proxy (a TcpProxy in front of the session database, with the URI through it),
 restartable_db (a database the test may stop and start again), importer (musicd-import pointed
-at db; with the session's sources, the audio files the import tests read: import_support.py).
+at db; with the session's sources, the audio files the import tests read: import_support.py),
+prometheus (factory: prometheus.start(target_port, rule_files)).
 """
 
 import contextlib

@@ -128,6 +128,7 @@ def selectors(expr):
     return found
 
 
+@pytest.mark.no_c_binary
 def test_the_selector_reader_finds_metrics_and_nothing_else():
     assert selectors('sum by (code, le) (rate(a_total{job="$job", x=~"{b}"}[$__rate_interval]))'
                      ) == ['a_total{job="$job", x=~"{b}"}']
