@@ -405,7 +405,8 @@ def test_a_real_prometheus_answers_every_expression_and_a_series_for_every_selec
     assert not left, "no series for:\n" + "\n".join(f"  {w}: {s}" for w, s in left)
 
     # The rules read the real series as they are: the outage, the 503s and the refusals the
-    # load made are what three of the alerts watch for (pending: their `for` has not passed).
+    # load made are what three of the alerts watch for (pending, or firing once their `for`
+    # has passed).
     def active():
         return {(a["labels"]["alertname"], a["labels"].get("reason", ""))
                 for a in p.api("/api/v1/alerts")["alerts"]}
