@@ -204,6 +204,7 @@ mandir         ?= $(datarootdir)/man
 man1dir        ?= $(mandir)/man1
 man8dir        ?= $(mandir)/man8
 docdir         ?= $(datarootdir)/doc/musicd
+pkgdatadir     ?= $(datarootdir)/musicd
 ifeq ($(patsubst %/,%,$(prefix)),/usr)
 SYSCONFDIR     ?= /etc
 else
@@ -234,6 +235,7 @@ LOGROTATE_INSTALLED := $(DESTDIR)$(LOGROTATEDIR)/musicd
 UNIT_SED := -e 's|^ExecStart=/usr/sbin/musicd --config /etc/musicd/musicd\.conf$$|ExecStart=$(sbindir)/musicd --config $(sysconfdir)/musicd/musicd.conf|'
 TEMPLATE_SED := -e 's|^Description=musicd, |Description=musicd (instance %i), |'
 MAN_SED := -e 's|/etc/musicd/|$(sysconfdir)/musicd/|g' -e 's|/usr/sbin/musicd|$(sbindir)/musicd|g' \
+	-e 's|/usr/share/musicd/|$(pkgdatadir)/|g' \
 	-e 's|/usr/lib/systemd/system/musicd\.service|$(SYSTEMDUNITDIR)/musicd.service|g' \
 	-e 's|/etc/logrotate\.d/musicd|$(LOGROTATEDIR)/musicd|g'
 CONF_LINES := 'media-root = /var/lib/musicd/music' 'access-log = /var/log/musicd/access.log' \
@@ -264,6 +266,10 @@ build/install/musicd.conf: config/musicd.conf Makefile
 UNIT_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
 TEMPLATE_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd@.service
 MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
+# Prometheus's rules (with their unit tests, so an edited copy can be tested) and the Grafana
+# dashboard: read from where they are installed (README, "Alerts and a dashboard").
+MONITORING_FILES := prometheus/musicd.rules.yml prometheus/musicd.rules.test.yml \
+	grafana/musicd-dashboard.json
 
 install: build/musicd build/musicd-import build/install/musicd.conf
 	$(INSTALL) -d -m 755 $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) $(DESTDIR)$(sysconfdir)/musicd \
@@ -287,6 +293,8 @@ install: build/musicd build/musicd-import build/install/musicd.conf
 	$(INSTALL_DATA) config/musicd.sysusers $(DESTDIR)$(SYSUSERSDIR)/musicd.conf
 	$(INSTALL_DATA) import/musicd-import.1 $(DESTDIR)$(man1dir)/musicd-import.1
 	$(INSTALL_DATA) $(EXAMPLES) $(EXAMPLES_INSTALLED)
+	$(INSTALL) -d -m 755 $(DESTDIR)$(pkgdatadir)/prometheus $(DESTDIR)$(pkgdatadir)/grafana
+	for file in $(MONITORING_FILES); do $(INSTALL_DATA) config/$$file $(DESTDIR)$(pkgdatadir)/$$file || exit 1; done
 	@$(call unread,$(SYSTEMDUNITDIR),$(SYSTEMD_READS),systemd,musicd.service,SYSTEMDUNITDIR)
 	@$(call unread,$(TMPFILESDIR),$(TMPFILES_READS),systemd-tmpfiles,musicd.conf,TMPFILESDIR)
 	@$(call unread,$(SYSUSERSDIR),$(SYSUSERS_READS),systemd-sysusers,musicd.conf,SYSUSERSDIR)
@@ -301,7 +309,8 @@ uninstall: build/install/musicd.conf
 		$(UNIT_INSTALLED) $(TEMPLATE_INSTALLED) \
 		$(DESTDIR)$(TMPFILESDIR)/musicd.conf $(DESTDIR)$(SYSUSERSDIR)/musicd.conf \
 		$(MAN_INSTALLED) $(DESTDIR)$(man1dir)/musicd-import.1 \
-		$(addprefix $(EXAMPLES_INSTALLED)/,$(notdir $(EXAMPLES)))
+		$(addprefix $(EXAMPLES_INSTALLED)/,$(notdir $(EXAMPLES))) \
+		$(MONITORING_FILES:%=$(DESTDIR)$(pkgdatadir)/%)
 	@for pair in build/install/musicd.conf:$(CONF_INSTALLED) config/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
 		shipped=$${pair%%:*}; installed=$${pair#*:}; \
 		if [ ! -e "$$installed" ]; then :; \
@@ -310,5 +319,7 @@ uninstall: build/install/musicd.conf
 	done
 	-@rmdir $(DESTDIR)$(sysconfdir)/musicd 2>/dev/null || true
 	-@rmdir $(EXAMPLES_INSTALLED) $(DESTDIR)$(docdir) 2>/dev/null || true
+	-@rmdir $(DESTDIR)$(pkgdatadir)/prometheus $(DESTDIR)$(pkgdatadir)/grafana \
+		$(DESTDIR)$(pkgdatadir) 2>/dev/null || true
 
 .PHONY: all asan unit-build unit layers fuzz-build fuzz deps demo-deps ferretdb test demo deb bench clean install uninstall

@@ -190,6 +190,34 @@ static void cache(struct text *text, const char *prefix, const char *what,
 	gauge(text, name, help, cache->entries);
 }
 
+/* Each limit beside the gauge it bounds in its name: musicd_connections_open, _limit. */
+static void limits(struct text *text, const struct metrics_limits *limits)
+{
+	gauge(text, "musicd_connections_limit",
+	      "Connections open at once on the main listener before new ones are closed at once "
+	      "(--max-connections).",
+	      limits->connections);
+	gauge(text, "musicd_lookup_threads", "Threads running database lookups (--lookup-threads).",
+	      limits->lookup_threads);
+	gauge(text, "musicd_lookups_in_flight_limit",
+	      "Lookups queued or running before new ones get 503 at once (--max-pending-lookups).",
+	      limits->lookups_in_flight);
+	gauge(text, "musicd_lookup_cache_entries_limit",
+	      "Entries the lookup cache may hold (--lookup-cache-entries; 0: off).",
+	      limits->lookup_cache_entries);
+	gauge(text, "musicd_file_cache_entries_limit",
+	      "Files the open-file cache may keep open (--open-file-cache-entries; 0: off).",
+	      limits->file_cache_entries);
+	gauge(text, "musicd_streams_per_client_limit",
+	      "Answers with a body in flight one client may have before 429 "
+	      "(--max-streams-per-client; 0: no cap).",
+	      limits->streams_per_client);
+	gauge(text, "musicd_limit_rate_bytes_per_second",
+	      "Bytes per second each track's body is sent at once --limit-rate-after bytes went "
+	      "out (--limit-rate; 0: off).",
+	      limits->limit_rate);
+}
+
 /* A label value as the text format writes it: backslash, double quote and newline escaped. */
 static void label_value(struct text *text, const char *value)
 {
@@ -325,6 +353,7 @@ size_t metrics_text_format(const struct metrics_snapshot *snapshot, char *out, s
 	url_refusals(&text, snapshot);
 	if (snapshot->disk.have)
 		disk(&text, &snapshot->disk);
+	limits(&text, &snapshot->limits);
 	family(&text, "musicd_build_info", "gauge", "musicd's version; the value is always 1.");
 	put(&text, "musicd_build_info{version=\"");
 	label_value(&text, snapshot->version != NULL ? snapshot->version : "");

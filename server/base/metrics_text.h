@@ -2,7 +2,8 @@
  * metrics_text: the Prometheus text exposition format (version 0.0.4) of one
  * snapshot of musicd's metrics. Pure: a snapshot in, text out; the counters
  * behind it live in metrics.c, the process figures come from
- * metrics_process.c, and metrics_listener.c serves the text.
+ * metrics_process.c, the limits from the settings, and metrics_page.c
+ * serves the text.
  *
  * Names follow Prometheus' conventions: base units (seconds, bytes), _total
  * on counters, a HELP and a TYPE line for each family, and label values from
@@ -72,6 +73,22 @@ struct metrics_cache_snapshot {
 	uint64_t hits, misses, evictions, entries;
 };
 
+/*
+ * The limits musicd's gauges run into, as the settings a scrape reads say
+ * now (a reload changes the live ones), so that an alerting rule compares a
+ * gauge with its limit instead of a number written into the rule. The
+ * descriptor limit is process_max_fds.
+ */
+struct metrics_limits {
+	uint64_t connections;		/* --max-connections, as settled at start */
+	uint64_t lookup_threads;	/* --lookup-threads */
+	uint64_t lookups_in_flight;	/* --max-pending-lookups */
+	uint64_t lookup_cache_entries;	/* --lookup-cache-entries; 0: the cache is off */
+	uint64_t file_cache_entries;	/* --open-file-cache-entries; 0: the cache is off */
+	uint64_t streams_per_client;	/* --max-streams-per-client; 0: no cap */
+	uint64_t limit_rate;		/* --limit-rate, bytes per second; 0: off */
+};
+
 /* The process_* metrics; have_process in the snapshot says whether they were read. */
 struct metrics_process {
 	double cpu_seconds;
@@ -116,6 +133,7 @@ struct metrics_snapshot {
 	int database_up;
 	uint64_t url_refusals[METRICS_URL_REFUSAL_COUNT];
 	struct metrics_disk_snapshot disk;
+	struct metrics_limits limits;
 	int have_process;
 	struct metrics_process process;
 };

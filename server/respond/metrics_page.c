@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/metrics_process.h"
 #include "base/metrics_text.h"
+#include "config/config.h"
 #include "respond/answer.h"
 
 #define METRICS_TEXT_INITIAL (16 * 1024)
@@ -41,8 +42,22 @@ void metrics_page_free(struct metrics_page *page)
 	free(page);
 }
 
+/* The limits as config says now (restart-only ones as settled at start, live ones as reloaded). */
+static struct metrics_limits limits_of(const struct config *config)
+{
+	return (struct metrics_limits){
+		.connections = config->max_connections,
+		.lookup_threads = config->lookup_threads,
+		.lookups_in_flight = config->max_pending_lookups,
+		.lookup_cache_entries = config->lookup_cache_entries,
+		.file_cache_entries = config->open_file_cache_entries,
+		.streams_per_client = config->max_streams_per_client,
+		.limit_rate = config->limit_rate,
+	};
+}
+
 /* The snapshot's text in page->text; its length, or 0 if out of memory. */
-static size_t format_snapshot(struct metrics_page *page)
+static size_t format_snapshot(struct metrics_page *page, const struct config *config)
 {
 	const struct metrics_sources *sources = &page->sources;
 	struct metrics_snapshot *snapshot = &page->snapshot;
@@ -58,6 +73,7 @@ static size_t format_snapshot(struct metrics_page *page)
 	if (sources->disk != NULL)
 		disk_io_collect(sources->disk, &snapshot->disk);
 	snapshot->version = sources->version;
+	snapshot->limits = limits_of(config);
 	snapshot->have_process = metrics_process_read(&snapshot->process) == 0;
 
 	for (;;) {
@@ -74,7 +90,7 @@ static size_t format_snapshot(struct metrics_page *page)
 
 void metrics_page_answer(struct exchange *exchange, struct metrics_page *page)
 {
-	size_t length = format_snapshot(page);
+	size_t length = format_snapshot(page, exchange_config(exchange));
 	if (length == 0) {
 		log_error("metrics: out of memory formatting a scrape");
 		answer_error(exchange, 500);

@@ -1,9 +1,11 @@
 /*
  * metrics_page: GET /metrics, the Prometheus text of a fresh snapshot of
- * every counter, cache and process figure (metrics_text.h). Served on the
- * metrics listener (--metrics-listen) through the same wire as tracks, by a
- * worker of its own: a scrape reads every worker's counters without stopping
- * one, and is never counted among the track listener's requests.
+ * every counter, cache and process figure (metrics_text.h), and of the
+ * limits as the scrape's own settings snapshot holds them: the newest
+ * reload's. Served on the metrics listener (--metrics-listen) through the
+ * same wire as tracks, by a worker of its own: a scrape reads every worker's
+ * counters without stopping one, and is never counted among the track
+ * listener's requests.
  */
 #ifndef MUSICD_METRICS_PAGE_H
 #define MUSICD_METRICS_PAGE_H

@@ -12,7 +12,8 @@ Fixtures (per test): db (a fresh database t_<hex>, dropped after), library (the 
 root + track documents), musicd (factory: musicd.start(...)), server (musicd started with the
 defaults), db_proxy (a TcpProxy in front of the session database, with the URI through it),
 restartable_db (a database the test may stop and start again), importer (musicd-import pointed
-at db; with the session's sources, the audio files the import tests read: import_support.py).
+at db; with the session's sources, the audio files the import tests read: import_support.py),
+prometheus (factory: prometheus.start(target_port, rule_files)).
 """
 
 import contextlib
@@ -42,6 +43,7 @@ import support  # noqa: E402
 from frontends import FrontendFactory  # noqa: E402
 from import_support import Importer, Sources  # noqa: E402
 from media import Library, MediaFiles  # noqa: E402
+from prometheus_server import PrometheusFactory  # noqa: E402
 from musicd_process import MusicdFactory  # noqa: E402
 from tcp_proxy import TcpProxy  # noqa: E402
 from webdriver import Browser  # noqa: E402
@@ -377,6 +379,16 @@ def restartable_db(request, mongo, tmp_path):
 def frontends(tmp_path):
     """Real nginx and Varnish from the shipped config files (frontends.FrontendFactory)."""
     factory = FrontendFactory(tmp_path / "frontends")
+    yield factory
+    factory.teardown()
+
+
+@pytest.fixture
+def prometheus(tmp_path):
+    """Debian's prometheus (prometheus_server.PrometheusFactory): .start(target_port,
+    rule_files=()) scrapes 127.0.0.1:target_port every second and evaluates the rule files as
+    often; stopped at teardown."""
+    factory = PrometheusFactory(tmp_path / "prometheus")
     yield factory
     factory.teardown()
 

@@ -28,6 +28,10 @@ EXAMPLES = ["nginx-musicd.conf", "nginx-musicd-offload.conf", "nginx-musicd-clus
             "varnish-musicd-url-signing.vcl", "varnish-musicd-cors.vcl"]
 RUN_TIMEOUT = 10
 MAN_PAGE = REPO / "man" / "musicd.8"
+# Prometheus's rules, their unit tests and the Grafana dashboard, under $(datarootdir)/musicd as
+# under config/.
+MONITORING_FILES = ["prometheus/musicd.rules.yml", "prometheus/musicd.rules.test.yml",
+                    "grafana/musicd-dashboard.json"]
 VERSION = (REPO / "VERSION").read_text().strip()
 # The lines of the installed layout in the installed musicd.conf, and the repository's lines they
 # take the place of (config/musicd.conf's header lists them).
@@ -74,6 +78,7 @@ def layout(prefix, sysconfdir, unitdir=None, sbindir=None):
         f"{p}/share/man/man8/musicd.8": "0o644",
         f"{p}/share/man/man1/musicd-import.1": "0o644",
         **{f"{p}/share/doc/musicd/examples/{name}": "0o644" for name in EXAMPLES},
+        **{f"{p}/share/musicd/{path}": "0o644" for path in MONITORING_FILES},
     }
 
 
@@ -138,6 +143,9 @@ def check_install(destdir, prefix, sysconfdir, *variables, unitdir=None, sbindir
         (REPO / "config" / "musicd.tmpfiles").read_bytes()
     assert (lib / "sysusers.d" / "musicd.conf").read_bytes() == \
         (REPO / "config" / "musicd.sysusers").read_bytes()
+    share = root / prefix.lstrip("/") / "share" / "musicd"
+    for path in MONITORING_FILES:
+        assert (share / path).read_bytes() == (REPO / "config" / path).read_bytes(), path
 
     # Only ExecStart differs from the repository's unit (written for PREFIX=/usr), and the
     # template differs from the unit only in its Description.
@@ -158,6 +166,9 @@ def check_install(destdir, prefix, sysconfdir, *variables, unitdir=None, sbindir
     # The repository's paths (written for PREFIX=/usr) are all rewritten.
     if installed_path != "/usr/sbin/musicd":
         assert "/usr/sbin/musicd" not in text
+    assert f"{prefix}/share/musicd/prometheus/musicd.rules.yml" in text, text
+    if prefix != "/usr":
+        assert "/usr/share/musicd" not in text
     if sysconfdir != "/etc":
         assert not re.search(r"(?<![\w/])/etc/(musicd|logrotate\.d)/", text), text
     return expected
@@ -171,8 +182,9 @@ def test_install_then_uninstall_leaves_nothing(tmp_path, prefix, sysconfdir):
     check_install(destdir, prefix, sysconfdir)
     make("-s", "uninstall", f"DESTDIR={destdir}", f"PREFIX={prefix}")
     assert files_under(destdir) == {}
-    # musicd's own configuration directory goes too; the standard ones stay.
+    # musicd's own configuration and data directories go too; the standard ones stay.
     assert not (destdir / sysconfdir.lstrip("/") / "musicd").exists()
+    assert not (destdir / prefix.lstrip("/") / "share" / "musicd").exists()
     assert (destdir / prefix.lstrip("/") / "sbin").is_dir()
 
 

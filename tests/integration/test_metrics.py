@@ -5,17 +5,12 @@ kind; `off` opens no socket; other paths get 404 and other methods 405; and a re
 server (Debian's prometheus) scrapes musicd: its HTTP API reports the target up and returns
 musicd's request counter."""
 
-import json
 import os
-import pathlib
+import re
 import resource
-import shutil
-import signal
 import socket
-import subprocess
 import threading
 import time
-import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,12 +19,10 @@ import httpraw
 from assertions import assert_error
 from support import (SYS_PIDFD_GETFD, _libc, free_port, listening_sockets, port_accepts, scaled,
                      wait_until)
+from test_reload import Reloadable, base_settings
 
 TIMEOUT = scaled(10)
 CONTENT_TYPE = "text/plain; version=0.0.4"
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
-SCRAPE_INTERVAL = "1s"
-PROMETHEUS_START_TIMEOUT = 60.0     # until its API answers (scaled)
 PROMETHEUS_SCRAPE_TIMEOUT = 60.0    # until the target is up and its series queryable (scaled)
 UNKNOWN_ID = "0123456789abcdef01234567"  # valid, and no document has it
 
@@ -53,6 +46,13 @@ FAMILIES = {
     "musicd_connections_refused": "counter",
     "musicd_database_up": "gauge",
     "musicd_url_signing_refusals": "counter",
+    "musicd_connections_limit": "gauge",
+    "musicd_lookup_threads": "gauge",
+    "musicd_lookups_in_flight_limit": "gauge",
+    "musicd_lookup_cache_entries_limit": "gauge",
+    "musicd_file_cache_entries_limit": "gauge",
+    "musicd_streams_per_client_limit": "gauge",
+    "musicd_limit_rate_bytes_per_second": "gauge",
     "musicd_build_info": "gauge",
     "process_cpu_seconds": "counter",
     "process_resident_memory_bytes": "gauge",
@@ -336,6 +336,61 @@ def test_a_stalled_lookup_is_a_timeout_in_flight_and_a_full_queue_is_rejected(mu
     assert added == {("503", "GET"): 2}
 
 
+# -- the limits ----------------------------------------------------------------------------
+
+# Each limit gauge and the setting it shows: what the shipped alerting rules compare with.
+LIMITS = {
+    "musicd_connections_limit": "max-connections",
+    "musicd_lookup_threads": "lookup-threads",
+    "musicd_lookups_in_flight_limit": "max-pending-lookups",
+    "musicd_lookup_cache_entries_limit": "lookup-cache-entries",
+    "musicd_file_cache_entries_limit": "open-file-cache-entries",
+    "musicd_streams_per_client_limit": "max-streams-per-client",
+    "musicd_limit_rate_bytes_per_second": "limit-rate",
+}
+
+
+def limits(s):
+    return {LIMITS[name]: s.value(name) for name in LIMITS}
+
+
+def test_the_limits_are_gauges_of_the_settings_and_a_reload_shows_the_new_live_ones(
+        musicd, mongo, db, library, tmp_path):
+    r = Reloadable(musicd, tmp_path, base_settings(
+        mongo, db, library, tmp_path, max_connections="50", lookup_threads="3",
+        max_pending_lookups="77", lookup_cache_entries="123", open_file_cache_entries="45",
+        max_streams_per_client="2", limit_rate="64K"))
+    assert limits(scrape(r.server)) == {
+        "max-connections": 50, "lookup-threads": 3, "max-pending-lookups": 77,
+        "lookup-cache-entries": 123, "open-file-cache-entries": 45,
+        "max-streams-per-client": 2, "limit-rate": 65536}
+
+    # Live settings change with the reload; restart-only ones are kept as they run, and so
+    # are their gauges.
+    r.write(max_streams_per_client="5", limit_rate="128K", max_connections="60",
+            lookup_threads="4", max_pending_lookups="99")
+    r.hup()
+    assert limits(scrape(r.server)) == {
+        "max-connections": 50, "lookup-threads": 3, "max-pending-lookups": 77,
+        "lookup-cache-entries": 123, "open-file-cache-entries": 45,
+        "max-streams-per-client": 5, "limit-rate": 131072}
+    r.write(max_streams_per_client="0", limit_rate="0")
+    r.hup()
+    after = limits(scrape(r.server))
+    assert (after["max-streams-per-client"], after["limit-rate"]) == (0, 0)
+
+
+def test_the_connection_limit_gauge_is_the_one_settled_from_the_descriptor_limit(musicd):
+    # No --max-connections: musicd settles it from the descriptor limit and says so at start.
+    server = musicd.start(extra_args=["--workers", "2"], descriptor_limit=1500)
+    logged = re.search(r"descriptor limit 1500: at most (\d+) connections at once",
+                       server.stderr_text())
+    assert logged, server.stderr_text()
+    s = scrape(server)
+    assert s.value("musicd_connections_limit") == int(logged.group(1)) > 0
+    assert s.value("process_max_fds") == 1500
+
+
 # -- the listener --------------------------------------------------------------------------
 
 def socket_option(pid, fd, level, option):
@@ -447,106 +502,26 @@ def test_a_bad_metrics_address_is_refused_with_one_message(musicd, tmp_path):
 
 # -- a real Prometheus ---------------------------------------------------------------------
 
-class Prometheus:
-    """Debian's prometheus on 127.0.0.1, its storage in the test's directory, scraping one
-    target every SCRAPE_INTERVAL."""
-
-    def __init__(self, workdir, target_port):
-        self.workdir = pathlib.Path(workdir)
-        self.port = free_port()
-        self.config = self.workdir / "prometheus.yml"
-        self.config.write_text(
-            "global:\n"
-            f"  scrape_interval: {SCRAPE_INTERVAL}\n"
-            f"  scrape_timeout: {SCRAPE_INTERVAL}\n"
-            "scrape_configs:\n"
-            "  - job_name: musicd\n"
-            "    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{target_port}']\n")
-        self.log_path = self.workdir / "prometheus.log"
-        self.proc = None
-
-    def start(self):
-        if not os.path.exists(PROMETHEUS):
-            raise AssertionError(f"{PROMETHEUS} is missing: install Debian's prometheus "
-                                 "(scripts/install-deps, which `make test` runs)")
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [PROMETHEUS, f"--config.file={self.config}",
-                 f"--storage.tsdb.path={self.workdir / 'tsdb'}",
-                 f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.workdir)
-        wait_until(lambda: self.ready(), scaled(PROMETHEUS_START_TIMEOUT), interval=0.2,
-                   message="prometheus to answer")
-        return self
-
-    def ready(self):
-        if self.proc.poll() is not None:
-            raise AssertionError(f"prometheus exited with {self.proc.returncode}:\n"
-                                 f"{self.log_path.read_text(errors='replace')[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    def api(self, path):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
-            body = json.loads(r.read())
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(scaled(20))
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-@pytest.fixture
-def prometheus_for(tmp_path):
-    started = []
-
-    def start_for(port):
-        p = Prometheus(tmp_path, port)
-        started.append(p)
-        return p.start()
-    yield start_for
-    for p in started:
-        p.stop()
-
-
-def test_a_real_prometheus_scrapes_musicd(musicd, library, prometheus_for):
+def test_a_real_prometheus_scrapes_musicd(musicd, library, prometheus):
     track = library.add(library.media.short, "scraped.mp3")
     server = start(musicd)
     for _ in range(3):
         r, _ = httpraw.exchange(server.port, "GET", track.url_path, timeout=TIMEOUT)
         assert r.status == 200
-    prometheus = prometheus_for(server.metrics_port)
+    p = prometheus.start(server.metrics_port)
 
-    def target_up():
-        targets = prometheus.api("/api/v1/targets")["activeTargets"]
-        return targets and targets[0]["health"] == "up" and targets[0]
-
-    target = wait_until(target_up, scaled(PROMETHEUS_SCRAPE_TIMEOUT), interval=0.5,
+    target = wait_until(p.target_up, scaled(PROMETHEUS_SCRAPE_TIMEOUT), interval=0.5,
                         message="prometheus's target up")
     assert target["scrapeUrl"] == f"http://127.0.0.1:{server.metrics_port}/metrics"
     assert target["lastError"] == ""
 
-    def counted():
-        result = prometheus.api("/api/v1/query?query=musicd_http_requests_total")["result"]
-        return result
-
-    result = wait_until(counted, scaled(PROMETHEUS_SCRAPE_TIMEOUT), interval=0.5,
+    result = wait_until(lambda: p.query("musicd_http_requests_total"),
+                        scaled(PROMETHEUS_SCRAPE_TIMEOUT), interval=0.5,
                         message="musicd_http_requests_total in prometheus")
     series = {(r["metric"]["code"], r["metric"]["method"]): float(r["value"][1]) for r in result}
     assert series == {("200", "GET"): 3}, result
     for r in result:
         assert r["metric"]["job"] == "musicd"
         assert r["metric"]["instance"] == f"127.0.0.1:{server.metrics_port}"
-    up = prometheus.api("/api/v1/query?query=up")["result"]
+    up = p.query("up")
     assert [float(r["value"][1]) for r in up] == [1.0]

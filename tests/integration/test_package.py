@@ -128,6 +128,9 @@ def test_the_package_installs_the_layout_and_nothing_else(package):
         "/usr/share/man/man1/musicd-import.1.gz": "-rw-r--r--",
         "/usr/share/doc/musicd/copyright": "-rw-r--r--",
         "/usr/share/doc/musicd/changelog.gz": "-rw-r--r--",
+        "/usr/share/musicd/prometheus/musicd.rules.yml": "-rw-r--r--",
+        "/usr/share/musicd/prometheus/musicd.rules.test.yml": "-rw-r--r--",
+        "/usr/share/musicd/grafana/musicd-dashboard.json": "-rw-r--r--",
     }
     # The README and docs/ (debian/musicd.docs), compressed as they are all over 4 KiB.
     for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
@@ -145,6 +148,13 @@ def test_the_shipped_examples_are_the_repository_s_files_uncompressed(package):
     examples = package.extracted() / "usr" / "share" / "doc" / "musicd" / "examples"
     for name in EXAMPLES:
         assert (examples / name).read_bytes() == (REPO / "config" / name).read_bytes(), name
+
+
+def test_the_rules_and_the_dashboard_are_the_repository_s_files(package):
+    share = package.extracted() / "usr" / "share" / "musicd"
+    for path in ["prometheus/musicd.rules.yml", "prometheus/musicd.rules.test.yml",
+                 "grafana/musicd-dashboard.json"]:
+        assert (share / path).read_bytes() == (REPO / "config" / path).read_bytes(), path
 
 
 def test_the_configuration_and_logrotate_file_are_conffiles(package):

@@ -3,9 +3,10 @@
  * of a snapshot. Every family carries its HELP and TYPE lines before its
  * samples; request counts appear per code and method only once counted;
  * histograms are cumulative with +Inf equal to the count; the error kinds
- * are always listed; the version label is escaped; the process metrics
- * appear only when read; and the formatter never writes past its buffer,
- * returning the length it needs as snprintf does.
+ * are always listed; each limit is a gauge of its own; the version label is
+ * escaped; the process metrics appear only when read; and the formatter
+ * never writes past its buffer, returning the length it needs as snprintf
+ * does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -91,6 +92,13 @@ static void test_an_empty_snapshot_lists_every_family_with_help_and_type(void **
 		{"musicd_paced_responses_total", "counter"},
 		{"musicd_database_up", "gauge"},
 		{"musicd_url_signing_refusals_total", "counter"},
+		{"musicd_connections_limit", "gauge"},
+		{"musicd_lookup_threads", "gauge"},
+		{"musicd_lookups_in_flight_limit", "gauge"},
+		{"musicd_lookup_cache_entries_limit", "gauge"},
+		{"musicd_file_cache_entries_limit", "gauge"},
+		{"musicd_streams_per_client_limit", "gauge"},
+		{"musicd_limit_rate_bytes_per_second", "gauge"},
 		{"musicd_build_info", "gauge"},
 	};
 	struct metrics_snapshot *snapshot = empty();
@@ -239,6 +247,31 @@ static void test_caches_connections_and_gauges_show_their_values(void **state)
 	free(snapshot);
 }
 
+static void test_each_limit_is_a_gauge_of_its_own_with_its_value(void **state)
+{
+	(void)state;
+	struct metrics_snapshot *snapshot = empty();
+	snapshot->limits = (struct metrics_limits){
+		.connections = 10000,
+		.lookup_threads = 8,
+		.lookups_in_flight = 1024,
+		.lookup_cache_entries = 10001,
+		.file_cache_entries = 1000,
+		.streams_per_client = 4,
+		.limit_rate = 1ULL << 40,
+	};
+	char *text = format(snapshot);
+	assert_line(text, "musicd_connections_limit 10000");
+	assert_line(text, "musicd_lookup_threads 8");
+	assert_line(text, "musicd_lookups_in_flight_limit 1024");
+	assert_line(text, "musicd_lookup_cache_entries_limit 10001");
+	assert_line(text, "musicd_file_cache_entries_limit 1000");
+	assert_line(text, "musicd_streams_per_client_limit 4");
+	assert_line(text, "musicd_limit_rate_bytes_per_second 1099511627776");
+	free(text);
+	free(snapshot);
+}
+
 static void test_the_version_label_is_escaped(void **state)
 {
 	(void)state;
@@ -322,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_every_lookup_error_kind_is_listed_even_at_zero),
 		cmocka_unit_test(test_every_url_signing_refusal_reason_is_listed_even_at_zero),
 		cmocka_unit_test(test_caches_connections_and_gauges_show_their_values),
+		cmocka_unit_test(test_each_limit_is_a_gauge_of_its_own_with_its_value),
 		cmocka_unit_test(test_the_version_label_is_escaped),
 		cmocka_unit_test(test_process_metrics_appear_once_read),
 		cmocka_unit_test(test_a_small_buffer_is_never_overrun_and_the_length_needed_is_returned),
