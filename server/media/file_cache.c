@@ -384,6 +384,7 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	entry->file.resolved_path = entry->resolved_path;
 	entry->file.root_index = file->root_index;
 	entry->file.local = file->local;
+	entry->file.entry = entry;
 	etag_format(entry->file.representation.etag, file->mtime, file->size);
 	http_date_format(entry->file.representation.last_modified, file->mtime.tv_sec);
 	if (response_head_file_lines(entry->file_lines, lines_size,
@@ -446,6 +447,19 @@ void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry
 	pthread_mutex_unlock(&shard->lock);
 	if (last)
 		free_entry(entry);
+}
+
+void file_cache_hold(struct file_cache_entry *entry)
+{
+	struct lru_shard *shard = shard_for(entry->cache, entry->node.hash);
+	pthread_mutex_lock(&shard->lock);
+	entry->borrowers++;
+	pthread_mutex_unlock(&shard->lock);
+}
+
+void file_cache_drop(struct file_cache_entry *entry)
+{
+	file_cache_release(entry->cache, entry);
 }
 
 void file_cache_expire(struct file_cache *cache)

@@ -105,6 +105,7 @@ struct cached_file {
 	const char *resolved_path;	       /* canonical path, for the offload headers */
 	int root_index;			       /* the media root containing it: its disk lane */
 	bool local;			       /* on a local disk filesystem (media.h) */
+	struct file_cache_entry *entry;	       /* the entry holding it (file_cache_hold) */
 };
 
 /* The path the entry is cached under (the database's); valid while the reference is held. */
@@ -114,6 +115,13 @@ const char *file_cache_path(const struct file_cache_entry *entry);
 const struct cached_file *file_cache_file(const struct file_cache_entry *entry);
 
 void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry);
+
+/*
+ * One more reference to a borrowed entry, and giving one back, with no cache at
+ * hand: for an answer that keeps the file past its handler (respond/file_plan.h).
+ */
+void file_cache_hold(struct file_cache_entry *entry);
+void file_cache_drop(struct file_cache_entry *entry);
 
 /* Closes entries unused for the inactive time; call about once a second. */
 void file_cache_expire(struct file_cache *cache);

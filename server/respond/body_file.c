@@ -87,7 +87,7 @@ static void send_now(struct exchange *exchange, const struct representation *rep
 		     const struct file_body *body, const struct file_plan *plan, bool gated)
 {
 	if (gated && disk_gate_attach(exchange, body->io, body->lane,
-				      exchange_config(exchange)->disk_window) < 0)
+				      exchange_config(exchange)->disk_window, &body->keeper) < 0)
 		log_warn("out of memory for a disk gate: the body goes out ungated");
 	struct file_head_text text;
 	struct response_head head =
@@ -126,7 +126,6 @@ struct waiting_start {
 	struct representation representation;
 	struct file_body body;
 	struct file_plan plan;
-	struct evbuffer *hold; /* the segment's reference, while waiting */
 	bool small;
 	char *texts;		   /* content type, file lines, Cache-Control, download path */
 	struct byte_range parts[]; /* plan.count */
@@ -134,8 +133,7 @@ struct waiting_start {
 
 static void waiting_free(struct waiting_start *start)
 {
-	if (start->hold != NULL)
-		evbuffer_free(start->hold);
+	start->body.keeper.release(start->body.keeper.owner);
 	free(start->texts);
 	free(start);
 }
@@ -177,14 +175,7 @@ static struct waiting_start *waiting_new(const struct representation *representa
 	start->representation.file_lines = copy_text(&next, representation->file_lines);
 	start->representation.cache_control = copy_text(&next, representation->cache_control);
 	start->body.download_path = copy_text(&next, body->download_path);
-	/* A socket output's flag: the reference is kept, the file never read in. */
-	start->hold = evbuffer_new();
-	if (start->hold == NULL || evbuffer_set_flags(start->hold, EVBUFFER_FLAG_DRAINS_TO_FD) < 0 ||
-	    evbuffer_add_file_segment(start->hold, body->segment, (ev_off_t)plan->parts[0].first, 1) <
-		    0) {
-		waiting_free(start);
-		return NULL;
-	}
+	body->keeper.hold(body->keeper.owner); /* the file stays open while the window is read */
 	return start;
 }
 

@@ -286,20 +286,46 @@ static void fetch(struct exchange *exchange, struct gridfs_stream *stream)
 	stream_free(stream);
 }
 
+/* A spooled copy's segment, held by the answers that still send it (file_keeper). */
+struct held_copy {
+	unsigned refs;
+	struct evbuffer_file_segment *segment;
+};
+
+static void hold_copy(void *owner)
+{
+	((struct held_copy *)owner)->refs++;
+}
+
+static void release_copy(void *owner)
+{
+	struct held_copy *copy = owner;
+	if (--copy->refs > 0)
+		return;
+	evbuffer_file_segment_free(copy->segment); /* closes the copy, on the disk pool */
+	free(copy);
+}
+
 /* Sends the decided answer from the spooled copy (fd, taken over), by sendfile. */
 static void send_copy(struct exchange *exchange, struct gridfs_stream *stream, int fd)
 {
+	struct held_copy *held = malloc(sizeof(*held));
 	struct evbuffer_file_segment *segment =
 		disk_io_segment_new(stream->io, fd, stream->file.entry.length, stream->lane);
-	if (segment == NULL) {
+	if (held == NULL || segment == NULL) {
+		free(held);
+		if (segment != NULL)
+			evbuffer_file_segment_free(segment);
 		log_error("%s: out of memory sending its spooled copy", stream->what);
 		answer_error(exchange, 500);
 		return;
 	}
+	*held = (struct held_copy){.refs = 1, .segment = segment};
 	struct file_body copy = {.kind = BODY_FILE, .segment = segment, .fd = fd,
-				 .io = stream->io, .lane = stream->lane};
+				 .io = stream->io, .lane = stream->lane,
+				 .keeper = {hold_copy, release_copy, held}};
 	body_file_send(exchange, &stream->file.representation, &copy, &stream->plan);
-	evbuffer_file_segment_free(segment); /* the answer holds its own references */
+	release_copy(held); /* the answer holds its own references */
 }
 
 /* Starts reading the ranges from GridFS itself; owns the stream from here. */

@@ -37,12 +37,14 @@ struct disk_gate {
 	uint64_t read_from, read_to; /* [from, to); empty when equal */
 	uint64_t evicted_at;	    /* the window found evicted last, and how often */
 	unsigned evictions;
+	struct file_keeper keeper;  /* the file, held until the gate goes */
 };
 
 static void gate_unref(struct disk_gate *gate)
 {
 	if (--gate->refs > 0)
 		return;
+	gate->keeper.release(gate->keeper.owner);
 	free(gate->read);
 	free(gate);
 }
@@ -146,7 +148,7 @@ static void gate_release(void *arg)
 }
 
 int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lane,
-		     uint64_t window)
+		     uint64_t window, const struct file_keeper *keeper)
 {
 	struct disk_gate *gate = calloc(1, sizeof(*gate));
 	if (gate == NULL)
@@ -160,7 +162,9 @@ int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lan
 		.feeding = true,
 		.read_fd = -1,
 		.evicted_at = UINT64_MAX,
+		.keeper = *keeper,
 	};
+	keeper->hold(keeper->owner);
 	exchange_feed_windows(exchange, gate_ready, gate_release, gate, window);
 	return 0;
 }

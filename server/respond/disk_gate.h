@@ -10,7 +10,8 @@
  *
  * Ownership: the gate is held by the response's feed (released when the
  * response ends) and by its read in flight (until the read's delivery has
- * run); the last of the two frees it.
+ * run); the last of the two frees it, and only then lets the file go, so a
+ * read never outlives the descriptor it reads.
  */
 #ifndef MUSICD_DISK_GATE_H
 #define MUSICD_DISK_GATE_H
@@ -18,14 +19,17 @@
 #include <stdint.h>
 
 #include "media/disk_io.h"
+#include "respond/file_plan.h"
 #include "wire/exchange.h"
 
 /*
  * Puts the next answer of exchange through a gate reading lane of io, window
- * bytes at a time (exchange_feed_windows); -1 if out of memory (the answer
- * then goes out ungated).
+ * bytes at a time (exchange_feed_windows). The gate holds the file through
+ * keeper (a reference taken here, given back once neither the feed nor a read
+ * needs it): the feed keeps no segment reference of its own. -1 if out of
+ * memory (the answer then goes out ungated).
  */
 int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lane,
-		     uint64_t window);
+		     uint64_t window, const struct file_keeper *keeper);
 
 #endif

@@ -28,6 +28,20 @@ enum body_kind {
 	BODY_KINDS
 };
 
+/*
+ * Keeps a body's file (its segment, and the descriptor the segment closes) for
+ * an answer that outlives the call: a start waiting for its first window, a
+ * body fed a window at a time. hold takes one more reference to whatever owns
+ * the segment (an open-file cache entry, a spooled copy), release gives one
+ * back; both on the worker's thread. It costs no evbuffer chain (libevent
+ * allocates each at 1 KiB, and every listener of a long track would carry one).
+ */
+struct file_keeper {
+	void (*hold)(void *owner);
+	void (*release)(void *owner);
+	void *owner;
+};
+
 /* Where an answer's bytes come from; the caller's, for the call only (a source copies what it keeps). */
 struct file_body {
 	enum body_kind kind;
@@ -37,6 +51,7 @@ struct file_body {
 	struct disk_io *io;			/* where a file's windows are read (BODY_FILE, and
 						   BODY_GRIDFS's spooled copy); NULL: none */
 	unsigned lane;				/* that file's disk lane (disk_io.h) */
+	struct file_keeper keeper;		/* BODY_FILE: keeps segment alive past the call */
 	const char *mid;			/* BODY_GRIDFS: the track, for the log */
 	const struct gridfs_entry *gridfs;	/* BODY_GRIDFS */
 	struct gridfs_spool *spool;		/* BODY_GRIDFS: copies to send instead; NULL: none */

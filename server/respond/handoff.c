@@ -16,6 +16,16 @@
 
 #define OFFLOAD_URI_MAX (PATH_MAX * 3 + 256)
 
+static void keep_entry(void *entry)
+{
+	file_cache_hold(entry);
+}
+
+static void let_entry_go(void *entry)
+{
+	file_cache_drop(entry);
+}
+
 static void answer_by_sendfile(struct exchange *exchange, const struct cached_file *file,
 			       const struct media_roots *roots, struct disk_io *io)
 {
@@ -27,6 +37,7 @@ static void answer_by_sendfile(struct exchange *exchange, const struct cached_fi
 		.fd = file->fd,
 		.io = io,
 		.lane = (unsigned)file->root_index,
+		.keeper = {keep_entry, let_entry_go, file->entry},
 	};
 	file_answer(exchange, &file->representation, &body);
 }

@@ -164,6 +164,18 @@ int feed_add_part(struct feed *feed, struct evbuffer *part)
 int feed_add_segment(struct feed *feed, struct evbuffer_file_segment *segment, int fd,
 		     uint64_t offset, uint64_t length)
 {
+	if (feed->gate.ready != NULL) {
+		/* The gate keeps the file: no reference of the feed's own. */
+		struct piece *piece = new_piece(feed);
+		if (piece == NULL) {
+			evbuffer_file_segment_free(segment); /* as a failed add would */
+			return -1;
+		}
+		*piece = (struct piece){.segment = segment, .fd = fd, .offset = offset,
+					.length = length};
+		feed->held += length;
+		return 0;
+	}
 	if (feed->holds == NULL) {
 		/* Flagged as a socket's output is, so the segment is referenced, never read in. */
 		if ((feed->holds = evbuffer_new()) == NULL ||

@@ -26,9 +26,10 @@
  * gate's window arriving comes back through feed_run. Inside wire/ only.
  *
  * Ownership: the feed is its exchange's (exchange->feed), freed when the
- * request side ends (the last byte written, or the client gone); it holds a
- * reference to each segment it still has to send, and one to its gate (given
- * back by the gate's release).
+ * request side ends (the last byte written, or the client gone); without a
+ * gate it holds a reference to each segment it still has to send (with one,
+ * the gate keeps them), and it holds its gate (given back by the gate's
+ * release, last).
  */
 #ifndef MUSICD_FEED_H
 #define MUSICD_FEED_H
@@ -48,6 +49,11 @@
  */
 typedef int (*feed_gate_fn)(void *arg, int fd, uint64_t offset, uint64_t length, uint64_t ahead);
 
+/*
+ * The gate also keeps the files of the body's segments open until its release
+ * (after the feed dropped every segment), so the feed holds no reference of
+ * its own to them.
+ */
 struct feed_gate {
 	feed_gate_fn ready;
 	void (*release)(void *arg); /* the feed is done with the gate */
