@@ -267,3 +267,16 @@ def test_nothing_is_left_behind_when_the_test_fails_with_a_read_hung(source):
     reader.communicate(timeout=10)  # released: it ended on its own
     wait_until(lambda: not seen["conn"].exists(), 10, message="the FUSE connection to go")
     assert fs.exit_stats["released"] >= 1
+
+
+def test_hard_links_are_files_of_their_own(source):
+    data = write_random(source / "body.mp3", 1 * MiB, 13)
+    for i in range(3):
+        os.link(source / "body.mp3", source / f"name{i}.mp3")
+    with slowfs.mounted(source, keep_cache=True) as fs:
+        inodes = {os.stat(fs.mountpoint / f"name{i}.mp3").st_ino for i in range(3)}
+        assert len(inodes) == 3
+        for i in range(3):
+            assert (fs.mountpoint / f"name{i}.mp3").read_bytes() == data
+        # each name was read from the daemon once, though the pages of the first were cached
+        assert fs.stats()["read_bytes"] >= 3 * len(data)

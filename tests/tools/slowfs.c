@@ -17,11 +17,13 @@
  * max_background is (raised here to --max-background at INIT, and written again under
  * /sys/fs/fuse/connections/<device>/ after mounting, fusectl mounted there first if need be).
  *
- * The kernel's page cache: without --keep-cache each open drops the file's cached pages
- * (what makes a track cold again); the kernel's read requests are up to --max-read-kb
- * (max_pages at INIT), its read-ahead is the mount's bdi read_ahead_kb (--read-ahead-kb
- * sets it), and reads are asynchronous (FUSE_ASYNC_READ: read-ahead goes out in background
- * requests, up to max_background at once).
+ * Each path is a file of its own, with its own inode number and cached pages, also where
+ * SOURCE has hard links: a benchmark can link a few bodies under thousands of names, and each
+ * name is cold once. Without --keep-cache each open drops the file's cached pages (what makes
+ * a track cold again); the kernel's read requests are up to --max-read-kb (max_pages at
+ * INIT), its read-ahead is the mount's bdi read_ahead_kb (--read-ahead-kb sets it), and reads
+ * are asynchronous (FUSE_ASYNC_READ: read-ahead goes out in background requests, up to
+ * max_background at once).
  *
  * Control (--control SOCKET, a UNIX stream socket, one command a line, one reply line each,
  * "ok ..." or "error ..."):
@@ -420,6 +422,7 @@ static void answer_lookup(struct pending *p)
 		return;
 	}
 	e.ino = ino_of(n);
+	e.attr.st_ino = e.ino; /* a file of its own, also for a hard link (see the header) */
 	fuse_reply_entry(p->req, &e);
 }
 
@@ -428,10 +431,12 @@ static void answer_getattr(struct pending *p)
 	struct stat st;
 	int rc = p->has_fi ? fstat((int)p->fi.fh, &st)
 			   : fstatat(source_fd, p->path, &st, AT_SYMLINK_NOFOLLOW);
-	if (rc != 0)
+	if (rc != 0) {
 		fuse_reply_err(p->req, errno);
-	else
-		fuse_reply_attr(p->req, &st, opt.attr_timeout);
+		return;
+	}
+	st.st_ino = ino_of(p->node);
+	fuse_reply_attr(p->req, &st, opt.attr_timeout);
 }
 
 static void answer_open(struct pending *p)
