@@ -390,11 +390,15 @@ static void answer_read(struct pending *p)
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	buf.buf[0].fd = (int)p->fi.fh;
 	buf.buf[0].pos = p->off;
-	if (fuse_reply_data(p->req, &buf, FUSE_BUF_SPLICE_MOVE) != 0)
-		return; /* the reader is gone (interrupted, connection aborted) */
+	/* Counted before the answer: a reader it wakes may ask for the stats at once. */
 	atomic_fetch_add(&stats.reads, 1);
 	atomic_fetch_add(&stats.read_bytes, served);
 	atomic_max(&stats.read_size_max, p->size);
+	if (fuse_reply_data(p->req, &buf, FUSE_BUF_SPLICE_MOVE) != 0) {
+		/* the reader is gone (interrupted, connection aborted): nothing was served */
+		atomic_fetch_sub(&stats.reads, 1);
+		atomic_fetch_sub(&stats.read_bytes, served);
+	}
 }
 
 static void answer_lookup(struct pending *p)
