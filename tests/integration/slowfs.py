@@ -153,7 +153,8 @@ class SlowFs:
 
     def stats(self):
         """{reads, read_bytes, read_size_max, in_flight_max, hung, hung_total, released,
-        lookups, getattrs, opens, flushes}: what the daemon has answered so far."""
+        lookups, getattrs, opens, flushes, answered, late_us_total, late_us_max}: what the
+        daemon has answered so far, and how late after the delay asked for."""
         return parse_stats(self.command("stats"))
 
     def wait_hung(self, count, timeout=10.0):
@@ -202,7 +203,7 @@ def parse_stats(line):
 
 
 def _options(read_delay_us, meta_delay_us, hang_read, hang_meta, keep_cache, attr_timeout,
-             max_background, read_ahead_kb, max_read_kb, threads, repliers):
+             max_background, read_ahead_kb, max_read_kb, threads, repliers, realtime):
     args = ["--read-delay-us", str(int(read_delay_us)),
             "--meta-delay-us", str(int(meta_delay_us)),
             "--max-background", str(max_background)]
@@ -212,6 +213,8 @@ def _options(read_delay_us, meta_delay_us, hang_read, hang_meta, keep_cache, att
         args += ["--hang-meta", pattern]
     if keep_cache:
         args.append("--keep-cache")
+    if realtime:
+        args.append("--realtime")
     for flag, value in (("--attr-timeout", attr_timeout), ("--read-ahead-kb", read_ahead_kb),
                         ("--max-read-kb", max_read_kb), ("--threads", threads),
                         ("--repliers", repliers)):
@@ -280,8 +283,10 @@ def unmount(fs):
 def mounted(source, mountpoint=None, read_delay_us=0, meta_delay_us=0, hang_read=(),
             hang_meta=(), keep_cache=False, attr_timeout=None,
             max_background=DEFAULT_MAX_BACKGROUND, read_ahead_kb=None, max_read_kb=None,
-            threads=None, repliers=None, skip=True):
-    """Mounts `source` slowly (see the module's doc); yields a SlowFs; always unmounts."""
+            threads=None, repliers=None, realtime=False, skip=True):
+    """Mounts `source` slowly (see the module's doc); yields a SlowFs; always unmounts.
+    realtime: the daemon's threads SCHED_RR, so that a busy machine does not answer its
+    requests late (a benchmark's storage keeps its pace whatever else runs)."""
     reason = unavailable_reason()
     if reason:
         _unavailable(reason, skip)
@@ -297,7 +302,7 @@ def mounted(source, mountpoint=None, read_delay_us=0, meta_delay_us=0, hang_read
     log_path = os.path.join(private, "slowfs.log")
     cmd = [str(TOOL), "--control", control] + _options(
         read_delay_us, meta_delay_us, hang_read, hang_meta, keep_cache, attr_timeout,
-        max_background, read_ahead_kb, max_read_kb, threads, repliers) + \
+        max_background, read_ahead_kb, max_read_kb, threads, repliers, realtime) + \
         [str(source), str(mountpoint)]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,

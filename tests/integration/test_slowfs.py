@@ -280,3 +280,15 @@ def test_hard_links_are_files_of_their_own(source):
             assert (fs.mountpoint / f"name{i}.mp3").read_bytes() == data
         # each name was read from the daemon once, though the pages of the first were cached
         assert fs.stats()["read_bytes"] >= 3 * len(data)
+
+
+def test_realtime_puts_every_thread_of_the_daemon_in_sched_rr(source):
+    data = write_random(source / "t.mp3", 1 * MiB, 14)
+    with slowfs.mounted(source, read_delay_us=1000, realtime=True) as fs:
+        assert (fs.mountpoint / "t.mp3").read_bytes() == data  # the loop's threads are made
+        tasks = os.listdir(f"/proc/{fs.pid}/task")
+        policies = {int(open(f"/proc/{fs.pid}/task/{t}/stat").read().rsplit(")", 1)[1]
+                        .split()[38]) for t in tasks}
+        assert len(tasks) > 2 and policies == {os.SCHED_RR}
+        stats = fs.stats()
+        assert stats["answered"] >= stats["reads"] > 0
