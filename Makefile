@@ -2,6 +2,7 @@
 #   make        build build/musicd and build/musicd-import
 #   make test   install what is missing, build, run every test (the include-graph check, unit,
 #               fuzz, integration, and integration again under ASan/UBSan)
+#   make tools  build/tools/slowfs, the slow and hung FUSE filesystem of the storage tests
 #   make layers server/'s include graph: layers only include layers below them, no cycle,
 #               event2/http_struct.h in one module of wire/
 #   make demo   install what the demo needs, build, start FerretDB, make a sample library, run
@@ -142,8 +143,18 @@ build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(SERVER_HDRS) | build/fuzz
 fuzz: fuzz-build
 	@scripts/run-fuzzers $(FUZZ_BINS)
 
-$(OBJ) $(ASAN_OBJ) $(TSAN_OBJ) build/tests build/fuzz:
+$(OBJ) $(ASAN_OBJ) $(TSAN_OBJ) build/tests build/fuzz build/tools:
 	mkdir -p $@
+
+# Test tools built here (scripts/bench and scripts/soak build their clients themselves):
+# build/tools/slowfs, the slow and hung FUSE filesystem of the storage tests and of
+# scripts/bench's slow section (tests/tools/slowfs.c; libfuse3-dev, scripts/install-deps test).
+TOOLS := build/tools/slowfs
+tools: $(TOOLS)
+
+build/tools/slowfs: tests/tools/slowfs.c Makefile | build/tools
+	$(CC) -std=gnu11 -O2 -g $(WARN) -pthread $(shell pkg-config --cflags fuse3 2>/dev/null) -o $@ $< \
+		$(shell pkg-config --libs fuse3 2>/dev/null)
 
 # What each target installs (scripts/install-deps): demo, the build and the demo's needs; test,
 # those and the test toolchain; deb, the build's and the packaging tools.
@@ -166,7 +177,7 @@ layers:
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 test: deps
-	@$(MAKE) --no-print-directory -s -j$(JOBS) all asan unit-build fuzz-build
+	@$(MAKE) --no-print-directory -s -j$(JOBS) all asan unit-build fuzz-build tools
 	@scripts/ferretdb build
 	@scripts/run-tests
 
@@ -322,4 +333,4 @@ uninstall: build/install/musicd.conf
 	-@rmdir $(DESTDIR)$(pkgdatadir)/prometheus $(DESTDIR)$(pkgdatadir)/grafana \
 		$(DESTDIR)$(pkgdatadir) 2>/dev/null || true
 
-.PHONY: all asan unit-build unit layers fuzz-build fuzz deps demo-deps ferretdb test demo deb bench clean install uninstall
+.PHONY: all asan unit-build unit layers fuzz-build fuzz tools deps demo-deps ferretdb test demo deb bench clean install uninstall

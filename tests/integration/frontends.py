@@ -75,15 +75,26 @@ def substitute(text, replacements, source="config"):
     return text
 
 
-def nginx_site_text(musicd_port, nginx_port, offload=False, media_root=None):
-    """The shipped site file (proxy or offload variant) for these ports and media root."""
+def nginx_site_text(musicd_port, nginx_port, offload=False, media_root=None, more_roots=()):
+    """The shipped site file (proxy or offload variant) for these ports and media root.
+    more_roots (offload): (prefix, root) of musicd's further --x-accel-redirect and
+    --media-root pairs, each served by a copy of the shipped internal location, as the site's
+    "Several media roots" says."""
     path = NGINX_OFFLOAD_SITE if offload else NGINX_SITE
     replacements = [(SHIPPED_UPSTREAM, f"server 127.0.0.1:{musicd_port};"),
                     (SHIPPED_LISTEN, f"listen 127.0.0.1:{nginx_port};")]
+    text = path.read_text()
     if offload:
         root = str(media_root).rstrip("/") + "/"
         replacements.append((SHIPPED_MEDIA_ROOT, f'alias "{root}";'))
-    return substitute(path.read_text(), replacements, path.name)
+        start = text.index(f"    location {SHIPPED_ACCEL_PREFIX} {{\n")
+        block = text[start:text.index("\n    }\n", start) + len("\n    }\n")]
+        copies = "".join("\n" + substitute(block, [
+            (f"location {SHIPPED_ACCEL_PREFIX} ", f"location {prefix} "),
+            (SHIPPED_MEDIA_ROOT, f'alias "{str(extra).rstrip("/")}/";')], path.name)
+            for prefix, extra in more_roots)
+        text = text.replace(block, block + copies)
+    return substitute(text, replacements, path.name)
 
 
 # An opt-in block's include line in the shipped VCLs, commented out: '#include "./FILE";'. The
@@ -427,11 +438,12 @@ class FrontendFactory:
                 if attempt == START_ATTEMPTS - 1:
                     raise
 
-    def nginx(self, musicd_port, offload=False, media_root=None):
+    def nginx(self, musicd_port, offload=False, media_root=None, more_roots=()):
         def make():
             port = free_port()
             return Nginx(self._dir("nginx"),
-                         nginx_site_text(musicd_port, port, offload, media_root), port)
+                         nginx_site_text(musicd_port, port, offload, media_root, more_roots),
+                         port)
         return self._start(make)
 
     def varnish(self, nginx_port, probe_interval=PROBE_INTERVAL, adapt=()):

@@ -9,7 +9,11 @@
  * Content-Length) and checked: status 206 and a body equal to EXPECT_HEX (the first two
  * bytes of the file, in hex). The client closes the connection.
  *
- * Usage: ttfb_probe HOST PORT LIST N INTERVAL_MS EXPECT_HEX [SEED]
+ * Usage: ttfb_probe HOST PORT LIST N INTERVAL_MS EXPECT_HEX [SEED [SECONDS]]
+ * SECONDS: no new start after that many seconds, and a start whose time went by while the
+ * previous one was waiting is skipped, not made up for (a probe of a stalling server answers
+ * fewer starts, as a player would see); without it, every one of the N starts is made, late
+ * ones at once.
  * Output: one line "result probes=N ok=K errors=E p50_us=... p90_us=... p99_us=...
  * max_us=... mean_us=... connect_p50_us=... seconds=... worst=US@S,..." (microseconds;
  * percentiles of the correct answers; worst: the 5 slowest starts and when they began, in
@@ -102,7 +106,8 @@ static int read_and_check(int fd, char *buf, size_t have, const unsigned char *w
 int main(int argc, char **argv)
 {
 	if (argc < 7) {
-		fprintf(stderr, "usage: %s HOST PORT LIST N INTERVAL_MS EXPECT_HEX [SEED]\n", argv[0]);
+		fprintf(stderr, "usage: %s HOST PORT LIST N INTERVAL_MS EXPECT_HEX [SEED [SECONDS]]\n",
+			argv[0]);
 		return 2;
 	}
 	const char *host = argv[1];
@@ -111,9 +116,10 @@ int main(int argc, char **argv)
 	double interval = atof(argv[5]) / 1000.0;
 	const char *hex = argv[6];
 	unsigned seed = argc > 7 ? (unsigned)strtoul(argv[7], NULL, 10) : (unsigned)time(NULL);
+	double seconds = argc > 8 ? atof(argv[8]) : 0;
 	size_t want_len = strlen(hex) / 2;
 	unsigned char want[64];
-	if (count <= 0 || interval < 0 || want_len == 0 || want_len > sizeof(want) ||
+	if (count <= 0 || interval < 0 || seconds < 0 || want_len == 0 || want_len > sizeof(want) ||
 	    strlen(hex) % 2)
 		return fprintf(stderr, "ttfb_probe: bad arguments\n"), 2;
 	for (size_t i = 0; i < want_len; i++) {
@@ -155,8 +161,18 @@ int main(int argc, char **argv)
 	char buf[HEAD_MAX];
 	struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
 
+	long made = 0;
 	for (long i = 0; i < count; i++) {
 		double due = start + (double)i * interval, t = now_s();
+		if (seconds > 0) {
+			if (t - start >= seconds)
+				break;
+			if (due < t && interval > 0) /* the next tick from now: missed ones are skipped */
+				due = start + (double)((long)((t - start) / interval) + 1) * interval;
+			if (due - start >= seconds)
+				break;
+		}
+		made++;
 		if (due > t) {
 			struct timespec ts = {.tv_sec = (time_t)(due - t),
 					      .tv_nsec = (long)((due - t - (double)(time_t)(due - t)) * 1e9)};
@@ -202,7 +218,7 @@ int main(int argc, char **argv)
 	qsort(samples, ok, sizeof(*samples), cmp_sample_desc);
 	printf("result probes=%ld ok=%zu errors=%ld p50_us=%.0f p90_us=%.0f p99_us=%.0f "
 	       "max_us=%.0f mean_us=%.0f connect_p50_us=%.0f seconds=%.1f worst=",
-	       count, ok, errors, percentile(ttfb, ok, 0.50) * 1e6, percentile(ttfb, ok, 0.90) * 1e6,
+	       made, ok, errors, percentile(ttfb, ok, 0.50) * 1e6, percentile(ttfb, ok, 0.90) * 1e6,
 	       percentile(ttfb, ok, 0.99) * 1e6, ok ? ttfb[ok - 1] * 1e6 : 0.0,
 	       ok ? sum / (double)ok * 1e6 : 0.0, percentile(conn_t, ok, 0.50) * 1e6,
 	       now_s() - start);
