@@ -338,6 +338,7 @@ static int prune(struct run *run)
 	if (gone_paths(run, &paths, &count) < 0)
 		return -1;
 	if (!run->options.prune) {
+		run->summary.gone = count;
 		if (count > 0)
 			console_error(&run->console,
 				      "%zu file%s gone: run with --prune to remove %s document%s",
@@ -352,6 +353,7 @@ static int prune(struct run *run)
 			size_t n = count - first < BATCH_INSERTS_MAX ? count - first : BATCH_INSERTS_MAX;
 			status = delete_gone(run, paths + first, n);
 		}
+		run->summary.gone = count - run->summary.pruned; /* after a failure: not known deleted */
 	}
 	free(paths);
 	return status;

@@ -649,10 +649,28 @@ def test_json_summary(importer, library, sources):
     assert result.returncode == 1
     assert len(result.lines) == 1
     summary = json.loads(result.lines[0])
-    assert set(summary) == {"added", "updated", "unchanged", "pruned", "skipped", "seconds",
-                            "unconfirmed", "dry_run"}
+    assert set(summary) == {"added", "updated", "unchanged", "pruned", "gone", "skipped",
+                            "seconds", "unconfirmed", "dry_run"}
     assert (summary["added"], summary["skipped"], summary["dry_run"]) == (1, 1, False)
     assert 0 <= summary["seconds"] < RUN_TIMEOUT
+
+
+def test_json_summary_counts_the_files_gone_as_the_note_does(importer, library, sources):
+    for name in ("a.mp3", "b.mp3", "c.mp3"):
+        place(sources.plain, library.root / name)
+    assert importer.run(str(library.root)).returncode == 0
+    (library.root / "a.mp3").unlink()
+    (library.root / "b.mp3").unlink()
+
+    text = importer.run(str(library.root))
+    assert "2 files gone: run with --prune to remove their documents" in text.stderr, text
+    left = importer.run("--json", str(library.root))
+    assert (left.summary["gone"], left.summary["pruned"]) == (2, 0), left
+    dry = importer.run("--json", "--prune", "--dry-run", str(library.root))
+    assert (dry.summary["gone"], dry.summary["pruned"]) == (0, 2), dry
+    pruned = importer.run("--json", "--prune", str(library.root))
+    assert (pruned.summary["gone"], pruned.summary["pruned"]) == (0, 2), pruned
+    assert importer.run("--json", str(library.root)).summary["gone"] == 0
 
 
 def test_progress_only_on_a_terminal(importer, library, sources):
@@ -709,6 +727,35 @@ def test_print_urls_and_musicd_serves_every_imported_track(importer, library, so
         response = requests.get(url, timeout=scaled(10))
         assert response.status_code == 200, url
         assert response.content == path.read_bytes()
+
+
+def readme_import_example():
+    """The command lines of README's first example under "Importing a library", split in words."""
+    section = (REPO / "README.md").read_text().split("\n## Importing a library\n", 1)[1]
+    block = re.search(r"\n\n((?:    .*\n)+)", section).group(1)
+    return [line.split() for line in block.replace("\\\n", " ").splitlines()]
+
+
+def test_readme_import_example_prints_the_url_musicd_serves_each_track_at(importer, library,
+                                                                          sources, musicd):
+    """Run as README writes it, but for the test's database, directory and musicd's port."""
+    importing, serving = readme_import_example()
+    assert importing[0] == "build/musicd-import" and serving[0] == "build/musicd", importing
+    server = musicd.start()
+    words = {"mongodb://127.0.0.1:27017": importer.mongo.uri, "/srv/music": str(library.root),
+             "http://127.0.0.1:23001": server.url}
+    files = {"Artist/one.mp3": sources.id3v2, "two.mp3": sources.plain}
+    paths = {rel: place(src, library.root / rel) for rel, src in files.items()}
+    result = run_import(["--database", importer.db.name]
+                        + [words.get(w, w) for w in importing[1:]])
+    assert result.returncode == 0, result
+    urls = {line.split("\t")[0] for line in result.lines[:-1]}
+    assert len(urls) == len(files), result
+    for rel, path in paths.items():
+        url = next(u for u in urls if u.endswith("/" + urllib.parse.quote(path.name)))
+        assert re.fullmatch(re.escape(server.url) + r"/musicdb/[0-9a-f]{24}/[^/]+", url), url
+        answer = requests.get(url, timeout=scaled(10))
+        assert answer.status_code == 200 and answer.content == path.read_bytes(), rel
 
 
 def test_print_urls_signs_every_url_musicd_then_serves(importer, library, sources, musicd,
