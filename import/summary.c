@@ -44,9 +44,3 @@ int summary_format_json(const struct summary *s, char *out, size_t size)
 {
 	return format_summary(s, true, out, size);
 }
-
-int summary_format_progress(size_t done, size_t found, double seconds, char *out, size_t size)
-{
-	double rate = seconds > 0 ? (double)done / seconds : 0;
-	return checked(snprintf(out, size, "%zu/%zu files, %.0f files/s", done, found, rate), size);
-}

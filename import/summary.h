@@ -1,7 +1,7 @@
 /*
- * summary: the numbers a run ends with, and the lines that tell them: the
- * summary (text or JSON) and the progress line shown on a terminal. Pure;
- * each formatter refuses (-1) rather than truncates.
+ * summary: the numbers a run ends with, and the line that tells them, as
+ * text or JSON (the progress line is progress.h's). Pure; each formatter
+ * refuses (-1) rather than truncates.
  */
 #ifndef MUSICD_IMPORT_SUMMARY_H
 #define MUSICD_IMPORT_SUMMARY_H
@@ -29,8 +29,5 @@ int summary_format_text(const struct summary *summary, char *out, size_t size);
  *  "unconfirmed":0,"dry_run":false}
  */
 int summary_format_json(const struct summary *summary, char *out, size_t size);
-
-/* "120/10000 files, 480 files/s": files done of files found, the rate since the start. */
-int summary_format_progress(size_t done, size_t found, double seconds, char *out, size_t size);
 
 #endif

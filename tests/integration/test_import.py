@@ -7,13 +7,17 @@ and that musicd serves every track imported, byte for byte.
 The binary, its output and the audio files made for these tests: import_support.py.
 """
 
+import fcntl
 import json
 import os
 import pty
 import re
 import select
 import shutil
+import signal
+import struct
 import subprocess
+import termios
 import time
 import urllib.parse
 
@@ -673,40 +677,115 @@ def test_json_summary_counts_the_files_gone_as_the_note_does(importer, library, 
     assert importer.run("--json", str(library.root)).summary["gone"] == 0
 
 
-def test_progress_only_on_a_terminal(importer, library, sources):
-    for i in range(3):
-        place(sources.plain, library.root / f"{i}.mp3")
-    piped = importer.run(str(library.root))
-    assert "files/s" not in piped.stderr and piped.stderr == ""
-    importer.db.collection.delete_many({})
+# The progress line (import/progress.h): PROGRESS_SETTLE_SECONDS before a stage shows a rate.
+SETTLE_SECONDS = 1.0
+REDRAW_SECONDS = 0.25  # PROGRESS_INTERVAL in import/console.c
+ERASE = b"\r\x1b[K"
 
+
+def run_on_terminal(args, columns, on_output=None):
+    """musicd-import with stderr on a pseudo-terminal of that many columns (stdout piped):
+    (everything written to the terminal, stdout, exit status, seconds it ran). on_output(proc,
+    seen) is called after each read from the terminal."""
     primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    started = time.monotonic()
     try:
-        proc = subprocess.Popen([str(IMPORT_BIN)] + importer.args(str(library.root)),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=secondary,
-                                env=import_env())
+        proc = subprocess.Popen([str(IMPORT_BIN)] + args, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=secondary, env=import_env())
         os.close(secondary)
+        secondary = None
         seen = b""
-        deadline = time.monotonic() + RUN_TIMEOUT
+        deadline = started + RUN_TIMEOUT
         while time.monotonic() < deadline:
             ready, _, _ = select.select([primary], [], [], 0.5)
             if ready:
                 try:
                     chunk = os.read(primary, 4096)
-                except OSError:
+                except OSError:  # EIO: the last writer closed the terminal
                     break
                 if not chunk:
                     break
                 seen += chunk
+                if on_output is not None:
+                    on_output(proc, seen)
             elif proc.poll() is not None:
                 break
         out, _ = proc.communicate(timeout=RUN_TIMEOUT)
     finally:
         os.close(primary)
-    assert proc.returncode == 0
-    assert b"3/3 files" in seen and b"files/s" in seen, seen
-    assert seen.endswith(b"\r\x1b[K"), seen  # the line is erased before the summary
-    assert out.decode().startswith("3 added, ")
+        if secondary is not None:
+            os.close(secondary)
+    return seen, out.decode(), proc.returncode, time.monotonic() - started
+
+
+def drawn_lines(seen):
+    """The progress lines drawn, each after "\r\033[K" (back to the start, erase to the end)."""
+    assert seen.startswith(ERASE) and seen.endswith(ERASE), seen
+    return [part.decode() for part in seen.split(ERASE)[1:-1]]
+
+
+def test_progress_line_on_a_terminal_walks_then_reads_redrawn_in_place(importer, library,
+                                                                         sources):
+    """Redrawn in place at most a few times a second, never wider than the terminal: the walk
+    (files found, the directory), then the reading (files done of those found, the rate and the
+    time left once the stage has run a second: the importer is stopped for longer than that
+    while it reads), and, on the next run, how many files the previous import left."""
+    columns, folders, per_folder = 72, 10, 100
+    for d in range(folders):
+        for f in range(per_folder):
+            place(sources.plain, library.root / f"Some Artist/An Album/disc {d:02}" / f"{f:03}.mp3")
+    total = folders * per_folder
+    stopped = []
+
+    def stop_while_reading(proc, seen):
+        if not stopped and re.search(rb"\r\x1b\[K\d+/%d files" % total, seen):
+            os.kill(proc.pid, signal.SIGSTOP)
+            time.sleep(SETTLE_SECONDS + 0.2)
+            os.kill(proc.pid, signal.SIGCONT)
+            stopped.append(True)
+
+    seen, out, status, seconds = run_on_terminal(importer.args(str(library.root)), columns,
+                                                 stop_while_reading)
+    assert status == 0 and out.startswith(f"{total} added, "), (out, seen)
+    assert stopped, seen
+    lines = drawn_lines(seen)
+    assert all(len(line) <= columns - 1 for line in lines), lines
+    walking = [line for line in lines if line.startswith("walking: ")]
+    reading = [line for line in lines if re.match(rf"\d+/{total} files", line)]
+    assert walking and reading and lines == walking + reading, lines
+    assert re.fullmatch(r"walking: \d+ files found, \.\.\.[^,]*/disc 00", walking[0]), walking
+    done = [int(line.split("/")[0]) for line in reading]
+    assert done == sorted(done) and done[-1] == total, reading
+    assert re.fullmatch(rf"{total}/{total} files, \d+ files/s, 0:00 left, \.\.\.[^,]*/disc 09",
+                        reading[-1]), reading
+    # Once a second has gone by in the stage, no sooner.
+    assert "files/s" not in reading[0] and "left" not in reading[0], reading
+    # At most one redraw a REDRAW_SECONDS, besides the first of each stage and the last.
+    assert len(lines) <= seconds / REDRAW_SECONDS + 3, (len(lines), seconds)
+
+    again, out, status, _ = run_on_terminal(importer.args(str(library.root)), columns)
+    assert status == 0 and out.startswith(f"0 added, 0 updated, {total} unchanged"), out
+    walking = drawn_lines(again)
+    assert walking and all(re.match(rf"walking: \d+ of about {total} files found", line)
+                           for line in walking), walking
+
+
+def test_progress_line_is_not_drawn_without_a_terminal_or_with_json(importer, library,
+                                                                    sources):
+    for i in range(3):
+        place(sources.plain, library.root / f"{i}.mp3")
+    piped = importer.run(str(library.root))
+    assert piped.returncode == 0 and piped.stderr == "", piped
+    importer.db.collection.delete_many({})
+
+    seen, out, status, _ = run_on_terminal(importer.args("--json", str(library.root)), 80)
+    assert status == 0 and seen == b"", seen
+    assert json.loads(out)["added"] == 3
+
+    seen, out, status, _ = run_on_terminal(importer.args(str(library.root)), 80)
+    assert status == 0 and out.startswith("0 added, 0 updated, 3 unchanged"), out
+    assert drawn_lines(seen), seen  # the same run on a terminal draws it
 
 
 def test_print_urls_and_musicd_serves_every_imported_track(importer, library, sources, musicd):

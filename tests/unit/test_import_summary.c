@@ -1,7 +1,6 @@
 /*
- * Unit tests for import/summary.h: the summary line, its JSON form, the
- * progress line, and that each refuses a buffer too small rather than
- * printing a cut line.
+ * Unit tests for import/summary.h: the summary line, its JSON form, and that
+ * each refuses a buffer too small rather than printing a cut line.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,23 +73,12 @@ static void test_files_gone_are_counted_in_the_json_form(void **state)
 	assert_string_equal(line, "3 added, 1 updated, 10 unchanged, 2 pruned, 4 skipped in 0.42 s");
 }
 
-static void test_progress_line(void **state)
-{
-	(void)state;
-	char line[64];
-	assert_int_equal(summary_format_progress(120, 10000, 0.25, line, sizeof(line)), 0);
-	assert_string_equal(line, "120/10000 files, 480 files/s");
-	assert_int_equal(summary_format_progress(0, 0, 0, line, sizeof(line)), 0);
-	assert_string_equal(line, "0/0 files, 0 files/s");
-}
-
 static void test_short_buffers_are_refused(void **state)
 {
 	(void)state;
 	char line[20];
 	assert_int_equal(summary_format_text(&example, line, sizeof(line)), -1);
 	assert_int_equal(summary_format_json(&example, line, sizeof(line)), -1);
-	assert_int_equal(summary_format_progress(120, 10000, 1, line, 10), -1);
 }
 
 int main(void)
@@ -101,7 +89,6 @@ int main(void)
 		cmocka_unit_test(test_json_summary),
 		cmocka_unit_test(test_unconfirmed_writes_are_said_in_both_forms),
 		cmocka_unit_test(test_files_gone_are_counted_in_the_json_form),
-		cmocka_unit_test(test_progress_line),
 		cmocka_unit_test(test_short_buffers_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
