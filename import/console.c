@@ -152,6 +152,27 @@ static void begin_stage(struct console *console, enum progress_stage stage)
 	console->last_progress = 0; /* the first call of a stage draws */
 }
 
+void console_loading(struct console *console)
+{
+	if (!console->progress)
+		return;
+	pthread_mutex_lock(&console->lock);
+	begin_stage(console, PROGRESS_LOADING);
+	console->state.loaded = 0;
+	draw_progress(console, true);
+	pthread_mutex_unlock(&console->lock);
+}
+
+void console_load_progress(struct console *console, size_t loaded)
+{
+	if (!console->progress)
+		return;
+	pthread_mutex_lock(&console->lock);
+	console->state.loaded = loaded;
+	draw_progress(console, false);
+	pthread_mutex_unlock(&console->lock);
+}
+
 void console_walking(struct console *console, size_t expected)
 {
 	if (!console->progress)

@@ -48,6 +48,13 @@ void console_print(struct console *console, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
+ * Reading the documents of the previous import begins (the line is drawn at
+ * once: the first of them may be long to come). Then, the documents read so far.
+ */
+void console_loading(struct console *console);
+void console_load_progress(struct console *console, size_t loaded);
+
+/*
  * The walk begins: about expected files to find (how many the previous import
  * left under the DIRs; 0: unknown). Then, from the walk, files found so far and
  * the directory it is in (path[0..length)). The line is redrawn at most a few

@@ -391,7 +391,7 @@ static int run_import(struct run *run)
 		return EXIT_USAGE_OR_DATABASE;
 	/* Before the walk: the previous import's count is the walk's progress line's estimate. */
 	if (store_load_known(&run->store, (const char *const *)run->roots, run->root_count,
-			     run->options.print_urls != NULL, &run->known, run->error,
+			     run->options.print_urls != NULL, &run->known, &run->console, run->error,
 			     sizeof(run->error)) < 0)
 		return EXIT_USAGE_OR_DATABASE;
 	console_walking(&run->console, run->known.count);

@@ -89,8 +89,17 @@ static double time_left(size_t counted, size_t total, double seconds)
 /* The numbers: counts, then (once the stage has settled) the rate and the time left. */
 static int format_head(const struct progress *p, char *out, size_t size)
 {
+	if (p->stage == PROGRESS_LOADING) {
+		char rate[48] = "";
+		if (p->seconds >= PROGRESS_SETTLE_SECONDS)
+			snprintf(rate, sizeof(rate), PROGRESS_SEPARATOR "%.0f documents/s",
+				 (double)p->loaded / p->seconds);
+		return checked(snprintf(out, size, "reading the collection: %zu documents%s",
+					p->loaded, rate),
+			       size);
+	}
 	bool walking = p->stage == PROGRESS_WALKING;
-	bool expecting = walking && p->expected > p->found;
+	bool expecting = walking && p->expected > 0 && p->expected >= p->found;
 	char measured[96] = "";
 	if (p->seconds >= PROGRESS_SETTLE_SECONDS) {
 		size_t counted = walking ? p->found : p->read;

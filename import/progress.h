@@ -1,7 +1,8 @@
 /*
  * progress: the line a terminal shows while musicd-import runs, redrawn in
- * place. While it walks the directories: the files found so far, of about as
- * many as the previous import left under them when it left some; then, while
+ * place. While it reads the documents the previous import left under the
+ * directories: how many so far. While it walks the directories: the files
+ * found so far, of about as many as those documents; then, while
  * it reads the new and changed files: the files done of those found. Each with
  * the rate, the time left once it can be told, and the directory it is in,
  * all cut to the terminal's width. Pure: the console gives it the numbers,
@@ -23,10 +24,11 @@
 /* Room enough for any line: a column takes at most 4 bytes (a UTF-8 character). */
 #define PROGRESS_LINE_MAX (4 * PROGRESS_MAX_COLUMNS + 1)
 
-enum progress_stage { PROGRESS_WALKING, PROGRESS_READING };
+enum progress_stage { PROGRESS_LOADING, PROGRESS_WALKING, PROGRESS_READING };
 
 struct progress {
 	enum progress_stage stage;
+	size_t loaded;	       /* loading: documents read so far */
 	size_t found;	       /* audio files found so far; all of them once reading */
 	size_t expected;       /* walking: the files the previous import left under the DIRs, or 0 */
 	size_t done;	       /* reading: files done, the unchanged ones among them */
@@ -37,6 +39,7 @@ struct progress {
 };
 
 /*
+ * Loading: "reading the collection: 41000 documents, 6800 documents/s".
  * Walking: "walking: 1200 of about 100000 files found, 600 files/s, 2:45 left, /srv/music/A"
  * ("walking: 1200 files found, 600 files/s, /srv/music/A" when none were expected, or more
  * were found). Reading: "7120/10000 files, 48 files/s, 1:00 left, /srv/music/B", the rate and

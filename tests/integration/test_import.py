@@ -727,10 +727,11 @@ def drawn_lines(seen):
 
 def test_progress_line_on_a_terminal_walks_then_reads_redrawn_in_place(importer, library,
                                                                          sources):
-    """Redrawn in place at most a few times a second, never wider than the terminal: the walk
-    (files found, the directory), then the reading (files done of those found, the rate and the
-    time left once the stage has run a second: the importer is stopped for longer than that
-    while it reads), and, on the next run, how many files the previous import left."""
+    """Redrawn in place at most a few times a second, never wider than the terminal: the
+    previous import's documents read, the walk (files found, the directory), then the reading
+    (files done of those found, the rate and the time left once the stage has run a second: the
+    importer is stopped for longer than that while it reads), and, on the next run, the walk
+    against how many files the previous import left."""
     columns, folders, per_folder = 72, 10, 100
     for d in range(folders):
         for f in range(per_folder):
@@ -753,7 +754,9 @@ def test_progress_line_on_a_terminal_walks_then_reads_redrawn_in_place(importer,
     assert all(len(line) <= columns - 1 for line in lines), lines
     walking = [line for line in lines if line.startswith("walking: ")]
     reading = [line for line in lines if re.match(rf"\d+/{total} files", line)]
-    assert walking and reading and lines == walking + reading, lines
+    # First the previous import's documents: none.
+    assert lines == ["reading the collection: 0 documents"] + walking + reading, lines
+    assert walking and reading
     assert re.fullmatch(r"walking: \d+ files found, \.\.\.[^,]*/disc 00", walking[0]), walking
     done = [int(line.split("/")[0]) for line in reading]
     assert done == sorted(done) and done[-1] == total, reading
@@ -766,9 +769,13 @@ def test_progress_line_on_a_terminal_walks_then_reads_redrawn_in_place(importer,
 
     again, out, status, _ = run_on_terminal(importer.args(str(library.root)), columns)
     assert status == 0 and out.startswith(f"0 added, 0 updated, {total} unchanged"), out
-    walking = drawn_lines(again)
+    lines = drawn_lines(again)
+    loading = [line for line in lines if line.startswith("reading the collection: ")]
+    walking = lines[len(loading):]
+    assert loading[0] == "reading the collection: 0 documents", lines
+    assert all(re.fullmatch(r"reading the collection: \d+ documents", line) for line in loading)
     assert walking and all(re.match(rf"walking: \d+ of about {total} files found", line)
-                           for line in walking), walking
+                           for line in walking), lines
 
 
 def test_progress_line_is_not_drawn_without_a_terminal_or_with_json(importer, library,

@@ -29,6 +29,20 @@ static const struct progress reading = {.stage = PROGRESS_READING,
 					.seconds = 2.5,
 					.directory = "/srv/music/B"};
 
+static void test_loading_the_previous_imports_documents(void **state)
+{
+	(void)state;
+	char line[PROGRESS_LINE_MAX];
+	struct progress p = {.stage = PROGRESS_LOADING, .loaded = 41000, .seconds = 0.5};
+	assert_int_equal(progress_format(&p, 120, line, sizeof(line)), 0);
+	assert_string_equal(line, "reading the collection: 41000 documents");
+	p.seconds = 4;
+	assert_int_equal(progress_format(&p, 120, line, sizeof(line)), 0);
+	assert_string_equal(line, "reading the collection: 41000 documents, 10250 documents/s");
+	assert_int_equal(progress_format(&p, 30, line, sizeof(line)), 0);
+	assert_string_equal(line, "reading the collection: 41000");
+}
+
 static void test_walking_before_the_time_left_can_be_told(void **state)
 {
 	(void)state;
@@ -60,6 +74,10 @@ static void test_walking_with_no_previous_count_or_past_it_tells_no_time_left(vo
 	p.expected = 1000; /* more files than the previous import left */
 	assert_int_equal(progress_format(&p, 120, line, sizeof(line)), 0);
 	assert_string_equal(line, "walking: 1200 files found, 400 files/s, /srv/music/Artist/Album");
+	p.expected = 1200; /* as many */
+	assert_int_equal(progress_format(&p, 120, line, sizeof(line)), 0);
+	assert_string_equal(line, "walking: 1200 of about 1200 files found, 400 files/s, 0:00 left, "
+				  "/srv/music/Artist/Album");
 }
 
 static void test_reading_tells_files_done_rate_and_time_left_of_the_files_read(void **state)
@@ -208,6 +226,7 @@ static void test_short_buffers_are_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_loading_the_previous_imports_documents),
 		cmocka_unit_test(test_walking_before_the_time_left_can_be_told),
 		cmocka_unit_test(test_walking_with_the_previous_count_tells_the_time_left),
 		cmocka_unit_test(test_walking_with_no_previous_count_or_past_it_tells_no_time_left),
