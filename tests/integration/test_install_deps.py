@@ -188,7 +188,7 @@ def test_install_deps_shows_apts_output_when_it_fails(apt):
     out, err = deps.communicate(timeout=RUN_TIMEOUT)
     assert deps.returncode == 1, (out, err)
     assert "Unable to locate package debhelper" in err, err
-    log = re.search(r"^install-deps: apt-get install failed \(log: (/tmp/install-deps\.\w+\.log)\)$",
-                    err, re.M)
+    log = re.search(r"^install-deps: apt-get install failed "
+                    r"\(log: (/tmp/install-deps\.\w+\.log)\)$", err, re.M)
     assert log, err
     os.unlink(log.group(1))
