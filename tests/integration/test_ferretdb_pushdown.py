@@ -5,13 +5,13 @@ bounds, 0003) and let FerretDB's handler apply the whole filter to the rows SQLi
 SQL may select more documents than the filter matches, never fewer. Checked here as a property,
 against the release built by `scripts/ferretdb build-unpatched` (var/bin/ferretdb-unpatched, built
 once and kept; `make test` builds it beside the patched one): for edge and random values (a fixed
-seed) of each number type FerretDB stores (double, int, long; it refuses NaN, the infinities and
-decimal128 in a document, so those are only bounds), stored beside their neighbours, the same
-value in the other types and values of other types sjson also writes as JSON numbers (dates,
-timestamps) or that SQLite reads as numbers (booleans), every comparison operator returns the
-same documents from both. And a field named as a column of the table (`_ferretdb_sjson`, the
-rowid aliases) is matched as a field. Each test runs a private pair of servers, not the session's
-database.
+seed) of each number type FerretDB stores (double, int, long), stored beside their neighbours, the
+same value in the other types and values of other types sjson also writes as JSON numbers (dates,
+timestamps) or that SQLite reads as numbers (booleans), every comparison operator returns the same
+documents from both. FerretDB stores no NaN, infinity or decimal128 (it refuses the infinities
+and closes the connection over the others): those are bounds only. And a field named as a column
+of the table (`_ferretdb_sjson`, the rowid aliases) is matched as a field. Each test runs a
+private pair of servers, not the session's database.
 """
 
 import datetime
@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pymongo
 import pytest
-from bson import Int64, ObjectId, Timestamp
+from bson import Decimal128, Int64, ObjectId, Timestamp
 
 import dbservers
 from support import REPO
@@ -191,9 +191,11 @@ def test_bounds_that_are_no_stored_number_find_what_the_release_finds(pair):
     insert_both(pair, "g", documents(group(1.5)) + documents(group(2 ** 63 - 1)))
     bounds = [math.inf, -math.inf, 2.0 ** 63, -2.0 ** 63, -2.0 ** 64, 1e300, -1e300, "1", None,
               True, datetime.datetime(2020, 1, 1)]
-    # NaN once: both close the connection over it, and the client takes a while to reconnect.
+    # NaN and decimal128 once each: both servers close the connection over them, and the client
+    # takes a while to reconnect.
     assert_same_answers(pair, [("g", {"v": {op: b}}) for b in bounds for op in RANGE_OPERATORS]
-                        + [("g", {"v": {"$gte": math.nan}})])
+                        + [("g", {"v": {"$gte": math.nan}}),
+                           ("g", {"v": {"$lte": Decimal128("1.5")}})])
 
 
 def test_number_bounds_on_an_indexed_equality_find_what_the_release_finds(pair):
