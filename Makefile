@@ -179,6 +179,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: deps
 	@$(MAKE) --no-print-directory -s -j$(JOBS) all asan unit-build fuzz-build tools
 	@scripts/ferretdb build
+	@scripts/ferretdb build-unpatched var/bin/ferretdb-unpatched
 	@scripts/run-tests
 
 demo: demo-deps

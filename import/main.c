@@ -1,7 +1,7 @@
 /*
  * musicd-import: from a directory of music to the documents musicd serves.
  * The run: options -> the directories resolved -> the database (index) ->
- * the walk -> the known documents -> each file classified (plan) -> new and
+ * the known documents -> the walk -> each file classified (plan) -> new and
  * changed files read in parallel (pool) and written in bulk (batch), each
  * write counted only as its reply (or, after a failure, the collection) says
  * -> --prune, or a note of the files gone -> --print-urls -> one summary
@@ -102,10 +102,10 @@ static int resolve_roots(struct run *run)
 }
 
 /* stdout: one line per change in a dry run. */
-static void print_change(const char *verb, const char *path)
+static void print_change(struct run *run, const char *verb, const char *path)
 {
 	char *shown = escape_for_terminal(path, strlen(path));
-	printf("would %s %s\n", verb, shown ? shown : "(out of memory)");
+	console_print(&run->console, "would %s %s\n", verb, shown ? shown : "(out of memory)");
 	free(shown);
 }
 
@@ -208,7 +208,7 @@ static int take_item(struct run *run, struct batch *batch, struct pool_item *ite
 	char reason[POOL_REASON_MAX];
 	int queued;
 	if (run->options.dry_run) {
-		print_change(item->action == PLAN_ADD ? "add" : "update", item->path);
+		print_change(run, item->action == PLAN_ADD ? "add" : "update", item->path);
 		*(item->action == PLAN_ADD ? &run->summary.added : &run->summary.updated) += 1;
 		return item->known != NULL ? list_known(run, item->known) : 0;
 	}
@@ -249,14 +249,15 @@ static int import_files(struct run *run, struct pool_item *items, size_t count)
 		free(batch);
 		return -1;
 	}
-	size_t found = run->walk.count, released = 0, write_at = FIRST_WRITE_ITEMS;
+	size_t released = 0, write_at = FIRST_WRITE_ITEMS;
 	int status = 0;
 
+	console_reading(&run->console, run->walk.count, run->summary.unchanged, count);
 	for (size_t i = 0; i < count && status == 0; i++) {
 		struct pool_item *item;
 		while ((item = pool_wait(&pool, i, PROGRESS_WAIT_MS)) == NULL)
-			console_progress(&run->console, run->summary.unchanged + i, found, false);
-		console_progress(&run->console, run->summary.unchanged + i + 1, found, i + 1 == count);
+			console_read_progress(&run->console, i, NULL, false);
+		console_read_progress(&run->console, i + 1, item->path, i + 1 == count);
 		if (item->status < 0) {
 			snprintf(run->error, sizeof(run->error), "%s", item->reason);
 			status = -1;
@@ -338,6 +339,7 @@ static int prune(struct run *run)
 	if (gone_paths(run, &paths, &count) < 0)
 		return -1;
 	if (!run->options.prune) {
+		run->summary.gone = count;
 		if (count > 0)
 			console_error(&run->console,
 				      "%zu file%s gone: run with --prune to remove %s document%s",
@@ -345,13 +347,14 @@ static int prune(struct run *run)
 				      count == 1 ? "" : "s");
 	} else if (run->options.dry_run) {
 		for (size_t i = 0; i < count; i++)
-			print_change("prune", paths[i]);
+			print_change(run, "prune", paths[i]);
 		run->summary.pruned = count;
 	} else {
 		for (size_t first = 0; first < count && status == 0; first += BATCH_INSERTS_MAX) {
 			size_t n = count - first < BATCH_INSERTS_MAX ? count - first : BATCH_INSERTS_MAX;
 			status = delete_gone(run, paths + first, n);
 		}
+		run->summary.gone = count - run->summary.pruned; /* after a failure: not known deleted */
 	}
 	free(paths);
 	return status;
@@ -386,15 +389,17 @@ static int run_import(struct run *run)
 	if (!run->options.dry_run &&
 	    store_ensure_index(&run->store, run->error, sizeof(run->error)) < 0)
 		return EXIT_USAGE_OR_DATABASE;
+	/* Before the walk: the previous import's count is the walk's progress line's estimate. */
+	if (store_load_known(&run->store, (const char *const *)run->roots, run->root_count,
+			     run->options.print_urls != NULL, &run->known, &run->console, run->error,
+			     sizeof(run->error)) < 0)
+		return EXIT_USAGE_OR_DATABASE;
+	console_walking(&run->console, run->known.count);
 	if (walk_roots((const char *const *)run->roots, run->root_count, &run->walk,
 		       &run->console) < 0) {
 		snprintf(run->error, sizeof(run->error), "out of memory");
 		return EXIT_USAGE_OR_DATABASE;
 	}
-	if (store_load_known(&run->store, (const char *const *)run->roots, run->root_count,
-			     run->options.print_urls != NULL, &run->known, run->error,
-			     sizeof(run->error)) < 0)
-		return EXIT_USAGE_OR_DATABASE;
 
 	size_t count;
 	struct pool_item *items = classify(run, &count);
@@ -448,6 +453,8 @@ int main(int argc, char **argv)
 		import_options_free(&run.options);
 		return EXIT_USAGE_OR_DATABASE;
 	}
+	if (run.options.json)
+		console_hide_progress(&run.console);
 	if (action == IMPORT_HELP) {
 		import_options_usage(stdout, "musicd-import");
 		import_options_free(&run.options);

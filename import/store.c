@@ -151,10 +151,13 @@ static const char *document_path(const bson_t *document, const char *path_field)
 
 /* Adds each document of cursor whose path is inside one of roots (all, if root_count is 0). */
 static int take_documents(struct store *store, mongoc_cursor_t *cursor, const char *const *roots,
-			  size_t root_count, struct known *known, char *error, size_t error_size)
+			  size_t root_count, struct known *known, struct console *console,
+			  char *error, size_t error_size)
 {
 	const bson_t *document;
 	while (mongoc_cursor_next(cursor, &document)) {
+		if (console != NULL)
+			console_load_progress(console, known->count);
 		const char *path = document_path(document, store->path_field);
 		if (path == NULL ||
 		    (root_count > 0 && containment_find_root(roots, root_count, path) < 0))
@@ -198,7 +201,8 @@ static void known_options(const struct store *store, bool listing, bson_t *opts)
 }
 
 int store_load_known(struct store *store, const char *const *roots, size_t root_count,
-		     bool listing, struct known *known, char *error, size_t error_size)
+		     bool listing, struct known *known, struct console *console, char *error,
+		     size_t error_size)
 {
 	bson_t filter = BSON_INITIALIZER, any, opts;
 	BSON_APPEND_ARRAY_BEGIN(&filter, "$or", &any);
@@ -222,7 +226,9 @@ int store_load_known(struct store *store, const char *const *roots, size_t root_
 	known_options(store, listing, &opts);
 	mongoc_cursor_t *cursor =
 		mongoc_collection_find_with_opts(store->collection, &filter, &opts, NULL);
-	int status = take_documents(store, cursor, roots, root_count, known, error, error_size);
+	console_loading(console);
+	int status =
+		take_documents(store, cursor, roots, root_count, known, console, error, error_size);
 	mongoc_cursor_destroy(cursor);
 	bson_destroy(&filter);
 	bson_destroy(&opts);
@@ -268,7 +274,8 @@ int store_look_up(struct store *store, const char *const *paths, size_t count, u
 			mongoc_cursor_t *cursor = mongoc_collection_find_with_opts(
 				store->collection, &filter, &opts, NULL);
 			known_free(known);
-			status = take_documents(store, cursor, NULL, 0, known, error, error_size);
+			status = take_documents(store, cursor, NULL, 0, known, NULL, error,
+						error_size);
 			mongoc_cursor_destroy(cursor);
 		}
 		if (status == 0 || waited >= wait_ms)

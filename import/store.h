@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "console.h"
 #include "document.h"
 #include "known.h"
 
@@ -36,9 +37,11 @@ int store_ensure_index(struct store *store, char *error, size_t error_size);
  * Adds to known every document whose path starts with one of roots followed
  * by '/': the fields the plan compares (size, mtime, sha256, the duration's
  * type), and with listing the ones --print-urls prints (_id, artist, title).
+ * The console's progress line counts them as they come.
  */
 int store_load_known(struct store *store, const char *const *roots, size_t root_count,
-		     bool listing, struct known *known, char *error, size_t error_size);
+		     bool listing, struct known *known, struct console *console, char *error,
+		     size_t error_size);
 
 /*
  * After a write whose outcome the database did not report: adds to known the

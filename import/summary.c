@@ -20,13 +20,17 @@ static int format_summary(const struct summary *s, bool json, char *out, size_t 
 	if (json || s->unconfirmed > 0)
 		snprintf(unconfirmed, sizeof(unconfirmed),
 			 json ? "%zu" : "; %zu writes unconfirmed", s->unconfirmed);
+	/* The text form leaves the files gone to the note on stderr, which says what to do. */
+	char gone[32] = "";
+	if (json)
+		snprintf(gone, sizeof(gone), "\"gone\":%zu,", s->gone);
 	return checked(snprintf(out, size,
 				json ? "{\"added\":%zu,\"updated\":%zu,\"unchanged\":%zu,\"pruned\":%zu,"
-				       "\"skipped\":%zu,\"seconds\":%.3f,\"unconfirmed\":%s,"
+				       "%s\"skipped\":%zu,\"seconds\":%.3f,\"unconfirmed\":%s,"
 				       "\"dry_run\":%s}"
-				     : "%zu added, %zu updated, %zu unchanged, %zu pruned, %zu skipped "
+				     : "%zu added, %zu updated, %zu unchanged, %zu pruned, %s%zu skipped "
 				       "in %.2f s%s%s",
-				s->added, s->updated, s->unchanged, s->pruned, s->skipped,
+				s->added, s->updated, s->unchanged, s->pruned, gone, s->skipped,
 				s->seconds, unconfirmed, dry_run),
 		       size);
 }
@@ -39,10 +43,4 @@ int summary_format_text(const struct summary *s, char *out, size_t size)
 int summary_format_json(const struct summary *s, char *out, size_t size)
 {
 	return format_summary(s, true, out, size);
-}
-
-int summary_format_progress(size_t done, size_t found, double seconds, char *out, size_t size)
-{
-	double rate = seconds > 0 ? (double)done / seconds : 0;
-	return checked(snprintf(out, size, "%zu/%zu files, %.0f files/s", done, found, rate), size);
 }

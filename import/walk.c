@@ -237,8 +237,10 @@ static void walk_directory(struct walker *walker, int fd, char *path, size_t len
 		closedir(dir);
 		return;
 	}
-	for (size_t i = 0; i < count && !walker->failed; i++)
+	for (size_t i = 0; i < count && !walker->failed; i++) {
 		take_name(walker, dirfd(dir), &names[i], path, length, depth);
+		console_walk_progress(walker->console, walker->out->count, path, length);
+	}
 	for (size_t i = 0; i < count; i++)
 		free(names[i].text);
 	free(names);

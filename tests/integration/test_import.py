@@ -7,13 +7,17 @@ and that musicd serves every track imported, byte for byte.
 The binary, its output and the audio files made for these tests: import_support.py.
 """
 
+import fcntl
 import json
 import os
 import pty
 import re
 import select
 import shutil
+import signal
+import struct
 import subprocess
+import termios
 import time
 import urllib.parse
 
@@ -649,46 +653,146 @@ def test_json_summary(importer, library, sources):
     assert result.returncode == 1
     assert len(result.lines) == 1
     summary = json.loads(result.lines[0])
-    assert set(summary) == {"added", "updated", "unchanged", "pruned", "skipped", "seconds",
-                            "unconfirmed", "dry_run"}
+    assert set(summary) == {"added", "updated", "unchanged", "pruned", "gone", "skipped",
+                            "seconds", "unconfirmed", "dry_run"}
     assert (summary["added"], summary["skipped"], summary["dry_run"]) == (1, 1, False)
     assert 0 <= summary["seconds"] < RUN_TIMEOUT
 
 
-def test_progress_only_on_a_terminal(importer, library, sources):
-    for i in range(3):
-        place(sources.plain, library.root / f"{i}.mp3")
-    piped = importer.run(str(library.root))
-    assert "files/s" not in piped.stderr and piped.stderr == ""
-    importer.db.collection.delete_many({})
+def test_json_summary_counts_the_files_gone_as_the_note_does(importer, library, sources):
+    for name in ("a.mp3", "b.mp3", "c.mp3"):
+        place(sources.plain, library.root / name)
+    assert importer.run(str(library.root)).returncode == 0
+    (library.root / "a.mp3").unlink()
+    (library.root / "b.mp3").unlink()
 
+    text = importer.run(str(library.root))
+    assert "2 files gone: run with --prune to remove their documents" in text.stderr, text
+    left = importer.run("--json", str(library.root))
+    assert (left.summary["gone"], left.summary["pruned"]) == (2, 0), left
+    dry = importer.run("--json", "--prune", "--dry-run", str(library.root))
+    assert (dry.summary["gone"], dry.summary["pruned"]) == (0, 2), dry
+    pruned = importer.run("--json", "--prune", str(library.root))
+    assert (pruned.summary["gone"], pruned.summary["pruned"]) == (0, 2), pruned
+    assert importer.run("--json", str(library.root)).summary["gone"] == 0
+
+
+# The progress line (import/progress.h): PROGRESS_SETTLE_SECONDS before a stage shows a rate.
+SETTLE_SECONDS = 1.0
+REDRAW_SECONDS = 0.25  # PROGRESS_INTERVAL in import/console.c
+ERASE = b"\r\x1b[K"
+
+
+def run_on_terminal(args, columns, on_output=None):
+    """musicd-import with stderr on a pseudo-terminal of that many columns (stdout piped):
+    (everything written to the terminal, stdout, exit status, seconds it ran). on_output(proc,
+    seen) is called after each read from the terminal."""
     primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    started = time.monotonic()
     try:
-        proc = subprocess.Popen([str(IMPORT_BIN)] + importer.args(str(library.root)),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=secondary,
-                                env=import_env())
+        proc = subprocess.Popen([str(IMPORT_BIN)] + args, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=secondary, env=import_env())
         os.close(secondary)
+        secondary = None
         seen = b""
-        deadline = time.monotonic() + RUN_TIMEOUT
+        deadline = started + RUN_TIMEOUT
         while time.monotonic() < deadline:
             ready, _, _ = select.select([primary], [], [], 0.5)
             if ready:
                 try:
                     chunk = os.read(primary, 4096)
-                except OSError:
+                except OSError:  # EIO: the last writer closed the terminal
                     break
                 if not chunk:
                     break
                 seen += chunk
+                if on_output is not None:
+                    on_output(proc, seen)
             elif proc.poll() is not None:
                 break
         out, _ = proc.communicate(timeout=RUN_TIMEOUT)
     finally:
         os.close(primary)
-    assert proc.returncode == 0
-    assert b"3/3 files" in seen and b"files/s" in seen, seen
-    assert seen.endswith(b"\r\x1b[K"), seen  # the line is erased before the summary
-    assert out.decode().startswith("3 added, ")
+        if secondary is not None:
+            os.close(secondary)
+    return seen, out.decode(), proc.returncode, time.monotonic() - started
+
+
+def drawn_lines(seen):
+    """The progress lines drawn, each after "\r\033[K" (back to the start, erase to the end)."""
+    assert seen.startswith(ERASE) and seen.endswith(ERASE), seen
+    return [part.decode() for part in seen.split(ERASE)[1:-1]]
+
+
+def test_progress_line_on_a_terminal_walks_then_reads_redrawn_in_place(importer, library,
+                                                                         sources):
+    """Redrawn in place at most a few times a second, never wider than the terminal: the
+    previous import's documents read, the walk (files found, the directory), then the reading
+    (files done of those found, the rate and the time left once the stage has run a second: the
+    importer is stopped for longer than that while it reads), and, on the next run, the walk
+    against how many files the previous import left."""
+    columns, folders, per_folder = 72, 10, 100
+    for d in range(folders):
+        for f in range(per_folder):
+            place(sources.plain, library.root / f"Some Artist/An Album/disc {d:02}" / f"{f:03}.mp3")
+    total = folders * per_folder
+    stopped = []
+
+    def stop_while_reading(proc, seen):
+        if not stopped and re.search(rb"\r\x1b\[K\d+/%d files" % total, seen):
+            os.kill(proc.pid, signal.SIGSTOP)
+            time.sleep(SETTLE_SECONDS + 0.2)
+            os.kill(proc.pid, signal.SIGCONT)
+            stopped.append(True)
+
+    seen, out, status, seconds = run_on_terminal(importer.args(str(library.root)), columns,
+                                                 stop_while_reading)
+    assert status == 0 and out.startswith(f"{total} added, "), (out, seen)
+    assert stopped, seen
+    lines = drawn_lines(seen)
+    assert all(len(line) <= columns - 1 for line in lines), lines
+    walking = [line for line in lines if line.startswith("walking: ")]
+    reading = [line for line in lines if re.match(rf"\d+/{total} files", line)]
+    # First the previous import's documents: none.
+    assert lines == ["reading the collection: 0 documents"] + walking + reading, lines
+    assert walking and reading
+    assert re.fullmatch(r"walking: \d+ files found, \.\.\.[^,]*/disc 00", walking[0]), walking
+    done = [int(line.split("/")[0]) for line in reading]
+    assert done == sorted(done) and done[-1] == total, reading
+    assert re.fullmatch(rf"{total}/{total} files, \d+ files/s, 0:00 left, \.\.\.[^,]*/disc 09",
+                        reading[-1]), reading
+    # Once a second has gone by in the stage, no sooner.
+    assert "files/s" not in reading[0] and "left" not in reading[0], reading
+    # At most one redraw a REDRAW_SECONDS, besides the first of each stage and the last.
+    assert len(lines) <= seconds / REDRAW_SECONDS + 3, (len(lines), seconds)
+
+    again, out, status, _ = run_on_terminal(importer.args(str(library.root)), columns)
+    assert status == 0 and out.startswith(f"0 added, 0 updated, {total} unchanged"), out
+    lines = drawn_lines(again)
+    loading = [line for line in lines if line.startswith("reading the collection: ")]
+    walking = lines[len(loading):]
+    assert loading[0] == "reading the collection: 0 documents", lines
+    assert all(re.fullmatch(r"reading the collection: \d+ documents", line) for line in loading)
+    assert walking and all(re.match(rf"walking: \d+ of about {total} files found", line)
+                           for line in walking), lines
+
+
+def test_progress_line_is_not_drawn_without_a_terminal_or_with_json(importer, library,
+                                                                    sources):
+    for i in range(3):
+        place(sources.plain, library.root / f"{i}.mp3")
+    piped = importer.run(str(library.root))
+    assert piped.returncode == 0 and piped.stderr == "", piped
+    importer.db.collection.delete_many({})
+
+    seen, out, status, _ = run_on_terminal(importer.args("--json", str(library.root)), 80)
+    assert status == 0 and seen == b"", seen
+    assert json.loads(out)["added"] == 3
+
+    seen, out, status, _ = run_on_terminal(importer.args(str(library.root)), 80)
+    assert status == 0 and out.startswith("0 added, 0 updated, 3 unchanged"), out
+    assert drawn_lines(seen), seen  # the same run on a terminal draws it
 
 
 def test_print_urls_and_musicd_serves_every_imported_track(importer, library, sources, musicd):
@@ -709,6 +813,35 @@ def test_print_urls_and_musicd_serves_every_imported_track(importer, library, so
         response = requests.get(url, timeout=scaled(10))
         assert response.status_code == 200, url
         assert response.content == path.read_bytes()
+
+
+def readme_import_example():
+    """The command lines of README's first example under "Importing a library", split in words."""
+    section = (REPO / "README.md").read_text().split("\n## Importing a library\n", 1)[1]
+    block = re.search(r"\n\n((?:    .*\n)+)", section).group(1)
+    return [line.split() for line in block.replace("\\\n", " ").splitlines()]
+
+
+def test_readme_import_example_prints_the_url_musicd_serves_each_track_at(importer, library,
+                                                                          sources, musicd):
+    """Run as README writes it, but for the test's database, directory and musicd's port."""
+    importing, serving = readme_import_example()
+    assert importing[0] == "build/musicd-import" and serving[0] == "build/musicd", importing
+    server = musicd.start()
+    words = {"mongodb://127.0.0.1:27017": importer.mongo.uri, "/srv/music": str(library.root),
+             "http://127.0.0.1:23001": server.url}
+    files = {"Artist/one.mp3": sources.id3v2, "two.mp3": sources.plain}
+    paths = {rel: place(src, library.root / rel) for rel, src in files.items()}
+    result = run_import(["--database", importer.db.name]
+                        + [words.get(w, w) for w in importing[1:]])
+    assert result.returncode == 0, result
+    urls = {line.split("\t")[0] for line in result.lines[:-1]}
+    assert len(urls) == len(files), result
+    for rel, path in paths.items():
+        url = next(u for u in urls if u.endswith("/" + urllib.parse.quote(path.name)))
+        assert re.fullmatch(re.escape(server.url) + r"/musicdb/[0-9a-f]{24}/[^/]+", url), url
+        answer = requests.get(url, timeout=scaled(10))
+        assert answer.status_code == 200 and answer.content == path.read_bytes(), rel
 
 
 def test_print_urls_signs_every_url_musicd_then_serves(importer, library, sources, musicd,

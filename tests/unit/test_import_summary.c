@@ -1,7 +1,6 @@
 /*
- * Unit tests for import/summary.h: the summary line, its JSON form, the
- * progress line, and that each refuses a buffer too small rather than
- * printing a cut line.
+ * Unit tests for import/summary.h: the summary line, its JSON form, and that
+ * each refuses a buffer too small rather than printing a cut line.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,7 +40,7 @@ static void test_json_summary(void **state)
 	char line[256];
 	assert_int_equal(summary_format_json(&example, line, sizeof(line)), 0);
 	assert_string_equal(line, "{\"added\":3,\"updated\":1,\"unchanged\":10,\"pruned\":2,"
-				  "\"skipped\":4,\"seconds\":0.425,\"unconfirmed\":0,\"dry_run\":false}");
+				  "\"gone\":0,\"skipped\":4,\"seconds\":0.425,\"unconfirmed\":0,\"dry_run\":false}");
 }
 
 static void test_unconfirmed_writes_are_said_in_both_forms(void **state)
@@ -55,17 +54,23 @@ static void test_unconfirmed_writes_are_said_in_both_forms(void **state)
 				  "4000 writes unconfirmed");
 	assert_int_equal(summary_format_json(&failed, line, sizeof(line)), 0);
 	assert_string_equal(line, "{\"added\":3,\"updated\":1,\"unchanged\":10,\"pruned\":2,"
-				  "\"skipped\":4,\"seconds\":0.425,\"unconfirmed\":4000,\"dry_run\":false}");
+				  "\"gone\":0,\"skipped\":4,\"seconds\":0.425,\"unconfirmed\":4000,"
+				  "\"dry_run\":false}");
 }
 
-static void test_progress_line(void **state)
+/* The text form leaves them to the note on stderr ("2 files gone: run with --prune ..."). */
+static void test_files_gone_are_counted_in_the_json_form(void **state)
 {
 	(void)state;
-	char line[64];
-	assert_int_equal(summary_format_progress(120, 10000, 0.25, line, sizeof(line)), 0);
-	assert_string_equal(line, "120/10000 files, 480 files/s");
-	assert_int_equal(summary_format_progress(0, 0, 0, line, sizeof(line)), 0);
-	assert_string_equal(line, "0/0 files, 0 files/s");
+	struct summary left = example;
+	left.gone = 2;
+	char line[256];
+	assert_int_equal(summary_format_json(&left, line, sizeof(line)), 0);
+	assert_string_equal(line, "{\"added\":3,\"updated\":1,\"unchanged\":10,\"pruned\":2,"
+				  "\"gone\":2,\"skipped\":4,\"seconds\":0.425,\"unconfirmed\":0,"
+				  "\"dry_run\":false}");
+	assert_int_equal(summary_format_text(&left, line, sizeof(line)), 0);
+	assert_string_equal(line, "3 added, 1 updated, 10 unchanged, 2 pruned, 4 skipped in 0.42 s");
 }
 
 static void test_short_buffers_are_refused(void **state)
@@ -74,7 +79,6 @@ static void test_short_buffers_are_refused(void **state)
 	char line[20];
 	assert_int_equal(summary_format_text(&example, line, sizeof(line)), -1);
 	assert_int_equal(summary_format_json(&example, line, sizeof(line)), -1);
-	assert_int_equal(summary_format_progress(120, 10000, 1, line, 10), -1);
 }
 
 int main(void)
@@ -84,7 +88,7 @@ int main(void)
 		cmocka_unit_test(test_text_summary_of_a_dry_run_says_so),
 		cmocka_unit_test(test_json_summary),
 		cmocka_unit_test(test_unconfirmed_writes_are_said_in_both_forms),
-		cmocka_unit_test(test_progress_line),
+		cmocka_unit_test(test_files_gone_are_counted_in_the_json_form),
 		cmocka_unit_test(test_short_buffers_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
