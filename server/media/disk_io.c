@@ -2,13 +2,18 @@
  * disk_io: the lanes of the task pool for storage, the work that runs there,
  * and the residency check the loops make before a send.
  *
- * Residency: cachestat(2) (Linux 6.5) counts the cached pages of a range in
- * one call, without reading anything or waiting. Where the kernel has no
- * cachestat, a one-byte preadv2(RWF_NOWAIT) at the range's last byte says
- * whether that page is cached (EAGAIN when not): the read-ahead brings a
- * window in order, so its last page is the one still missing while it runs;
- * a filesystem without RWF_NOWAIT (FUSE, many network ones) answers
- * EOPNOTSUPP, which is "may block": such windows are always read ahead.
+ * Residency: mincore(2) on a read-only mapping of the file tells, page by
+ * page, which pages are in the page cache and read in whole (it reports a
+ * page only once it is up to date): one call, nothing read, nothing waited
+ * for, and for any user who can read the file. cachestat(2) (Linux 6.5)
+ * counts cached pages too, but it counts a page whose read is still under
+ * way (a send would wait for it: a read that never returns on a hung mount,
+ * whoever started it), and it is refused (EPERM) for a file the caller could
+ * not write; it stands in only where a file cannot be mapped. Without either,
+ * a one-byte preadv2(RWF_NOWAIT) at the range's last byte tells of that page
+ * (EAGAIN when it is not up to date); a filesystem without RWF_NOWAIT (FUSE,
+ * many network ones) answers EOPNOTSUPP, which is "may block": such windows
+ * are always read ahead.
  *
  * Read-ahead: POSIX_FADV_WILLNEED first, which has the kernel ask for the
  * whole window at once (on FUSE, as many read requests in flight as the
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -44,12 +50,22 @@ struct cachestat_counts {
 
 /* The most bytes one sendfile to /dev/null is asked for (the kernel's own cap is ~2 GiB). */
 #define READ_STEP ((size_t)1 << 30)
+/*
+ * POSIX_FADV_WILLNEED is given a window in steps of this: on FUSE one call
+ * asks for at most 128 KiB, so a window asked for in steps is read by as many
+ * requests in flight at once, not one after another.
+ */
+#define WILLNEED_STEP ((uint64_t)128 * 1024)
+/* Pages mincore is asked about at once (its answer is a byte each, on the stack). */
+#define MINCORE_BATCH 512
 
-/* What a segment's cleanup needs to close its descriptor in its lane (libevent gives neither). */
+/* What a segment's cleanup needs to let its file go in its lane (libevent gives neither). */
 struct closer {
 	struct disk_io *io; /* NULL: no pool, closed at once (unit tests) */
 	unsigned lane;
 	int fd;
+	void *map;
+	uint64_t size;
 };
 
 struct disk_io {
@@ -147,11 +163,36 @@ static int cachestat_residency(int fd, uint64_t offset, uint64_t length, enum di
 	return 0;
 }
 
-enum disk_residency disk_residency(int fd, uint64_t offset, uint64_t length)
+/* By mincore on the mapping; -1 when it cannot answer. */
+static int mincore_residency(const void *map, uint64_t offset, uint64_t length,
+			     enum disk_residency *out)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t pages = pages_spanned(offset, length, page);
+	const char *first = (const char *)map + offset / page * page;
+	unsigned char vector[MINCORE_BATCH];
+	for (uint64_t done = 0; done < pages; done += MINCORE_BATCH) {
+		uint64_t batch = pages - done < MINCORE_BATCH ? pages - done : MINCORE_BATCH;
+		if (mincore((void *)(first + done * page), (size_t)(batch * page), vector) < 0)
+			return -1;
+		for (uint64_t i = 0; i < batch; i++) {
+			if (!(vector[i] & 1)) {
+				*out = DISK_NOT_CACHED;
+				return 0;
+			}
+		}
+	}
+	*out = DISK_CACHED;
+	return 0;
+}
+
+enum disk_residency disk_residency(const void *map, int fd, uint64_t offset, uint64_t length)
 {
 	enum disk_residency residency;
 	if (length == 0)
 		return DISK_CACHED;
+	if (map != NULL && mincore_residency(map, offset, length, &residency) == 0)
+		return residency;
 	if (cachestat_residency(fd, offset, length, &residency) == 0)
 		return residency;
 	char byte;
@@ -159,6 +200,14 @@ enum disk_residency disk_residency(int fd, uint64_t offset, uint64_t length)
 	if (preadv2(fd, &one, 1, (off_t)(offset + length - 1), RWF_NOWAIT) >= 0)
 		return DISK_CACHED;
 	return errno == EAGAIN ? DISK_NOT_CACHED : DISK_MAY_BLOCK;
+}
+
+void *disk_io_map(int fd, uint64_t size)
+{
+	if (size == 0 || size > SIZE_MAX)
+		return NULL;
+	void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+	return map != MAP_FAILED ? map : NULL;
 }
 
 /* --- Work --- */
@@ -200,9 +249,11 @@ void disk_open_run(struct disk_work *work)
 {
 	struct disk_open *open = (struct disk_open *)work;
 	open->status = media_open(open->roots, open->path, &open->file, &open->error_number);
+	if (open->status != MEDIA_OK)
+		return;
 	/* Read in order from start to end: the kernel reads further ahead for such files. */
-	if (open->status == MEDIA_OK)
-		posix_fadvise(open->file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	posix_fadvise(open->file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	open->file.map = disk_io_map(open->file.fd, open->file.size);
 }
 
 void disk_check_run(struct disk_work *work)
@@ -220,7 +271,11 @@ void disk_read_run(struct disk_work *work)
 	uint64_t left = read->length;
 	read->read = 0;
 	read->error_number = 0;
-	posix_fadvise(read->fd, (off_t)read->offset, (off_t)read->length, POSIX_FADV_WILLNEED);
+	for (uint64_t step = 0; step < read->length; step += WILLNEED_STEP) {
+		uint64_t length = read->length - step < WILLNEED_STEP ? read->length - step : WILLNEED_STEP;
+		posix_fadvise(read->fd, (off_t)(read->offset + step), (off_t)length,
+			      POSIX_FADV_WILLNEED);
+	}
 	while (left > 0) {
 		ssize_t moved = sendfile(io->null_fd, read->fd, &position,
 					 left < READ_STEP ? (size_t)left : READ_STEP);
@@ -254,11 +309,21 @@ void disk_io_count_refused(struct disk_io *io)
 struct close_work {
 	struct task task;
 	int fd;
+	void *map;
+	uint64_t size;
 };
+
+static void let_go(int fd, void *map, uint64_t size)
+{
+	if (map != NULL)
+		munmap(map, (size_t)size);
+	close(fd);
+}
 
 static void close_run(struct task *task)
 {
-	close(((struct close_work *)task)->fd);
+	struct close_work *work = (struct close_work *)task;
+	let_go(work->fd, work->map, work->size);
 }
 
 static void close_done(struct task *task)
@@ -266,22 +331,24 @@ static void close_done(struct task *task)
 	free(task);
 }
 
-void disk_io_close(struct disk_io *io, int fd, unsigned lane)
+void disk_io_close(struct disk_io *io, int fd, void *map, uint64_t size, unsigned lane)
 {
 	if (fd < 0)
 		return;
 	if (io == NULL) {
-		close(fd);
+		let_go(fd, map, size);
 		return;
 	}
 	struct close_work *work = malloc(sizeof(*work));
 	if (work == NULL) {
-		close(fd); /* out of memory: this thread waits rather than leak the descriptor */
+		let_go(fd, map, size); /* out of memory: this thread waits rather than leak them */
 		return;
 	}
 	*work = (struct close_work){
 		.task = {.run = close_run, .done = close_done, .lane = lane, .kind = TASK_CONTINUE},
 		.fd = fd,
+		.map = map,
+		.size = size,
 	};
 	if (task_pool_submit(io->pool, &work->task) < 0)
 		free(work); /* stopping: the ending process closes it */
@@ -292,12 +359,12 @@ static void on_segment_freed(struct evbuffer_file_segment const *segment, int fl
 	struct closer *closer = arg;
 	(void)segment;
 	(void)flags;
-	disk_io_close(closer->io, closer->fd, closer->lane);
+	disk_io_close(closer->io, closer->fd, closer->map, closer->size, closer->lane);
 	free(closer);
 }
 
 struct evbuffer_file_segment *disk_io_segment_new(struct disk_io *io, int fd, uint64_t size,
-						  unsigned lane)
+						  void *map, unsigned lane)
 {
 	struct closer *closer = malloc(sizeof(*closer));
 	/* Without EVBUF_FS_CLOSE_ON_FREE: the descriptor is closed off the loop, by the cleanup. */
@@ -305,12 +372,12 @@ struct evbuffer_file_segment *disk_io_segment_new(struct disk_io *io, int fd, ui
 		closer != NULL ? evbuffer_file_segment_new(fd, 0, (ev_off_t)size, 0) : NULL;
 	if (segment == NULL) {
 		free(closer);
-		disk_io_close(io, fd, lane);
+		disk_io_close(io, fd, map, size, lane);
 		return NULL;
 	}
 	if (io != NULL && lane >= io->lanes)
 		lane = DISK_LANE_OTHER(io->lanes - 2);
-	*closer = (struct closer){io, lane, fd};
+	*closer = (struct closer){io, lane, fd, map, size};
 	evbuffer_file_segment_add_cleanup_cb(segment, on_segment_freed, closer);
 	return segment;
 }

@@ -62,12 +62,26 @@ unsigned disk_io_lane_of_path(const struct media_roots *roots, const char *path)
 /* --- Which bytes are in memory (on the loop: one system call, never waiting) --- */
 
 enum disk_residency {
-	DISK_CACHED,	 /* every page of the range is in the page cache */
-	DISK_NOT_CACHED, /* some page is not */
-	DISK_MAY_BLOCK,	 /* the kernel cannot tell (no cachestat, and no RWF_NOWAIT here) */
+	DISK_CACHED,	 /* every page of the range is in the page cache, read in whole */
+	DISK_NOT_CACHED, /* some page is not, or is still being read */
+	DISK_MAY_BLOCK,	 /* the kernel cannot tell (no mapping, no cachestat, no RWF_NOWAIT) */
 };
 
-enum disk_residency disk_residency(int fd, uint64_t offset, uint64_t length);
+/*
+ * Whether [offset, offset + length) of a file may be sent without waiting:
+ * by mincore(2) on map (the file mapped by disk_io_map) where there is one,
+ * else by cachestat(2), else by a one-byte preadv2(RWF_NOWAIT).
+ */
+enum disk_residency disk_residency(const void *map, int fd, uint64_t offset, uint64_t length);
+
+/*
+ * A read-only shared mapping of fd's size bytes, for disk_residency, or NULL
+ * (an empty file, a filesystem that cannot map: FUSE with direct_io). Maps
+ * nothing in: the pages come from the page cache when asked, and are never
+ * asked (musicd reads the file by sendfile). On a disk thread: an mmap may
+ * wait for the filesystem.
+ */
+void *disk_io_map(int fd, uint64_t size);
 
 /* --- Work handed to the pool --- */
 
@@ -95,7 +109,10 @@ int disk_io_submit(struct disk_io *io, struct disk_work *work, disk_work_fn run,
 /* Takes back a start still waiting for room: 1 (nothing will be delivered), or 0. */
 int disk_io_cancel(struct disk_io *io, struct disk_work *work);
 
-/* Opening a track: media_open off the loop, then a hint that it will be read in order. */
+/*
+ * Opening a track: media_open off the loop, a hint that it will be read in
+ * order, and its mapping for the residency checks (file.map).
+ */
 struct disk_open {
 	struct disk_work work; /* first */
 	const struct media_roots *roots;
@@ -134,19 +151,20 @@ void disk_io_count_refused(struct disk_io *io);
 /* --- Closing --- */
 
 /*
- * Closes fd on the pool (a close on FUSE waits for the daemon's FLUSH, on NFS
- * for the server), in lane; from any thread. With io NULL or stopping, fd is
- * left to the ending process (io NULL: closed here: unit tests).
+ * Unmaps map (size bytes; NULL: none) and closes fd on the pool (a close on
+ * FUSE waits for the daemon's FLUSH, on NFS for the server), in lane; from any
+ * thread. With io stopping, both are left to the ending process; with io NULL
+ * they go here (unit tests).
  */
-void disk_io_close(struct disk_io *io, int fd, unsigned lane);
+void disk_io_close(struct disk_io *io, int fd, void *map, uint64_t size, unsigned lane);
 
 /*
  * A file segment of fd's first size bytes, sent by sendfile, whose descriptor
- * disk_io_close closes when its last reference goes; NULL (fd closed the same
- * way) if out of memory.
+ * (and map, if not NULL) disk_io_close lets go when its last reference goes;
+ * NULL (fd and map let go the same way) if out of memory.
  */
 struct evbuffer_file_segment *disk_io_segment_new(struct disk_io *io, int fd, uint64_t size,
-						  unsigned lane);
+						  void *map, unsigned lane);
 
 /* Fills a scrape's disk figures (from any thread). */
 void disk_io_collect(struct disk_io *io, struct metrics_disk_snapshot *out);

@@ -351,7 +351,7 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	struct file_cache_entry *entry =
 		calloc(1, sizeof(*entry) + path_size + resolved_size + control_size + lines_size);
 	if (entry == NULL) {
-		disk_io_close(cache->io, file->fd, (unsigned)file->root_index);
+		disk_io_close(cache->io, file->fd, file->map, file->size, (unsigned)file->root_index);
 		return NULL;
 	}
 	entry->path = memcpy(entry->text, path, path_size);
@@ -360,8 +360,8 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 		entry->cache_control =
 			memcpy(entry->resolved_path + resolved_size, cache_control, control_size);
 	entry->file_lines = entry->resolved_path + resolved_size + control_size;
-	entry->file.segment =
-		disk_io_segment_new(cache->io, file->fd, file->size, (unsigned)file->root_index);
+	entry->file.segment = disk_io_segment_new(cache->io, file->fd, file->size, file->map,
+						  (unsigned)file->root_index);
 	if (entry->file.segment == NULL) {
 		free(entry);
 		return NULL;
@@ -384,6 +384,7 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	entry->file.resolved_path = entry->resolved_path;
 	entry->file.root_index = file->root_index;
 	entry->file.local = file->local;
+	entry->file.map = file->map;
 	entry->file.entry = entry;
 	etag_format(entry->file.representation.etag, file->mtime, file->size);
 	http_date_format(entry->file.representation.last_modified, file->mtime.tv_sec);

@@ -119,6 +119,7 @@ static enum media_status describe_opened(int fd, const char *resolved_path, int 
 	file->device = info.st_dev;
 	file->inode = info.st_ino;
 	file->links = info.st_nlink;
+	file->map = NULL;
 	struct statfs filesystem;
 	file->local = fstatfs(fd, &filesystem) == 0 && media_filesystem_local((long)filesystem.f_type);
 	return MEDIA_OK;

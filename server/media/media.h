@@ -43,6 +43,8 @@ struct opened_file {
 	ino_t inode;
 	nlink_t links;		    /* names the file has (hard links) */
 	bool local;		    /* on a local disk filesystem: an fstat of it never waits */
+	void *map;		    /* a read-only mapping of it for disk_residency, or NULL; set
+				       by disk_io (media_open leaves it NULL) */
 	int root_index;		    /* which root contains it */
 	char resolved_path[PATH_MAX]; /* canonical path of the opened file */
 };

@@ -86,7 +86,7 @@ static uint64_t plan_file_bytes(const struct file_plan *plan)
 static void send_now(struct exchange *exchange, const struct representation *representation,
 		     const struct file_body *body, const struct file_plan *plan, bool gated)
 {
-	if (gated && disk_gate_attach(exchange, body->io, body->lane,
+	if (gated && disk_gate_attach(exchange, body->io, body->lane, body->map,
 				      exchange_config(exchange)->disk_window, &body->keeper) < 0)
 		log_warn("out of memory for a disk gate: the body goes out ungated");
 	struct file_head_text text;
@@ -100,17 +100,19 @@ static void send_now(struct exchange *exchange, const struct representation *rep
  * Whether every window the body starts with is in memory: the first window of
  * its first part, or, for a body of at most a window, each of its parts.
  */
-static bool start_cached(int fd, const struct file_plan *plan, uint64_t window, bool small,
-			 struct byte_range *first)
+static bool start_cached(const struct file_body *body, const struct file_plan *plan,
+			 uint64_t window, bool small, struct byte_range *first)
 {
 	const struct byte_range *part = &plan->parts[0];
 	uint64_t length = part->last - part->first + 1;
 	*first = (struct byte_range){part->first, part->first + (length < window ? length : window) - 1};
-	if (disk_residency(fd, first->first, first->last - first->first + 1) != DISK_CACHED)
+	if (disk_residency(body->map, body->fd, first->first, first->last - first->first + 1) !=
+	    DISK_CACHED)
 		return false;
 	for (size_t i = 1; small && i < plan->count; i++) {
 		part = &plan->parts[i];
-		if (disk_residency(fd, part->first, part->last - part->first + 1) != DISK_CACHED) {
+		if (disk_residency(body->map, body->fd, part->first, part->last - part->first + 1) !=
+		    DISK_CACHED) {
 			*first = *part;
 			return false;
 		}
@@ -252,7 +254,7 @@ void body_file_send(struct exchange *exchange, const struct representation *repr
 	uint64_t window = exchange_config(exchange)->disk_window;
 	bool small = plan_file_bytes(plan) <= window;
 	struct byte_range first;
-	if (body->io == NULL || start_cached(body->fd, plan, window, small, &first)) {
+	if (body->io == NULL || start_cached(body, plan, window, small, &first)) {
 		send_now(exchange, representation, body, plan, body->io != NULL && !small);
 		return;
 	}

@@ -29,6 +29,7 @@ struct disk_gate {
 	struct exchange *exchange; /* valid while the feed holds the gate */
 	struct disk_io *io;
 	unsigned lane;
+	const void *map;	    /* the file's, for disk_residency */
 	uint64_t window;
 	unsigned refs;		    /* the feed's, and the read's in flight */
 	bool feeding;		    /* the feed still holds the gate */
@@ -103,7 +104,7 @@ static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t
 /* Whether [offset, offset + length) may be sent from the loop: in memory, or read just now. */
 static bool in_memory(const struct disk_gate *gate, int fd, uint64_t offset, uint64_t length)
 {
-	switch (disk_residency(fd, offset, length)) {
+	switch (disk_residency(gate->map, fd, offset, length)) {
 	case DISK_CACHED:
 		return true;
 	case DISK_MAY_BLOCK:
@@ -148,7 +149,7 @@ static void gate_release(void *arg)
 }
 
 int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lane,
-		     uint64_t window, const struct file_keeper *keeper)
+		     const void *map, uint64_t window, const struct file_keeper *keeper)
 {
 	struct disk_gate *gate = calloc(1, sizeof(*gate));
 	if (gate == NULL)
@@ -157,6 +158,7 @@ int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lan
 		.exchange = exchange,
 		.io = io,
 		.lane = lane,
+		.map = map,
 		.window = window,
 		.refs = 1,
 		.feeding = true,

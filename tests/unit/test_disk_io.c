@@ -133,11 +133,11 @@ static void test_evicted_bytes_are_not_cached_and_checking_reads_nothing(void **
 	struct fixture *fixture = *state;
 	int fd = open_track(fixture);
 	evict(fd);
-	assert_int_equal(disk_residency(fd, 0, WINDOW), DISK_NOT_CACHED);
-	assert_int_equal(disk_residency(fd, FILE_SIZE - WINDOW, WINDOW), DISK_NOT_CACHED);
+	assert_int_equal(disk_residency(NULL, fd, 0, WINDOW), DISK_NOT_CACHED);
+	assert_int_equal(disk_residency(NULL, fd, FILE_SIZE - WINDOW, WINDOW), DISK_NOT_CACHED);
 	/* Asking did not bring anything in. */
-	assert_int_equal(disk_residency(fd, 0, WINDOW), DISK_NOT_CACHED);
-	assert_int_equal(disk_residency(fd, 0, 0), DISK_CACHED); /* nothing to send */
+	assert_int_equal(disk_residency(NULL, fd, 0, WINDOW), DISK_NOT_CACHED);
+	assert_int_equal(disk_residency(NULL, fd, 0, 0), DISK_CACHED); /* nothing to send */
 	close(fd);
 }
 
@@ -151,18 +151,37 @@ static void test_a_read_ahead_brings_exactly_its_window_in(void **state)
 	assert_false(read.work.skipped);
 	assert_int_equal(read.error_number, 0);
 	assert_int_equal(read.read, WINDOW);
-	assert_int_equal(disk_residency(fd, WINDOW, WINDOW), DISK_CACHED);
+	assert_int_equal(disk_residency(NULL, fd, WINDOW, WINDOW), DISK_CACHED);
 	/* A partly cached range is not cached (one page in a window is enough to wait for). */
 	evict(fd);
 	char byte;
 	assert_int_equal(pread(fd, &byte, 1, 0), 1);
-	assert_int_equal(disk_residency(fd, 0, 4096), DISK_CACHED);
-	assert_int_equal(disk_residency(fd, 3 * WINDOW, WINDOW), DISK_NOT_CACHED);
+	assert_int_equal(disk_residency(NULL, fd, 0, 4096), DISK_CACHED);
+	assert_int_equal(disk_residency(NULL, fd, 3 * WINDOW, WINDOW), DISK_NOT_CACHED);
 	struct metrics_disk_snapshot stats;
 	disk_io_collect(fixture->io, &stats);
 	assert_int_equal(stats.read_ahead_bytes, WINDOW);
 	assert_int_equal(stats.read_errors, 0);
 	close(fd);
+}
+
+static void test_a_mapped_file_tells_pages_read_in_whole(void **state)
+{
+	struct fixture *fixture = *state;
+	int fd = open_track(fixture);
+	void *map = disk_io_map(fd, FILE_SIZE);
+	assert_non_null(map);
+	evict(fd);
+	assert_int_equal(disk_residency(map, fd, 0, WINDOW), DISK_NOT_CACHED);
+	struct disk_read read = {.fd = fd, .offset = 0, .length = WINDOW};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_CONTINUE);
+	assert_int_equal(disk_residency(map, fd, 0, WINDOW), DISK_CACHED);
+	assert_int_equal(disk_residency(map, fd, 100, 5000), DISK_CACHED); /* not page-aligned */
+	assert_int_equal(disk_residency(map, fd, WINDOW, WINDOW), DISK_NOT_CACHED);
+	/* The last, partial page of a range counts. */
+	assert_int_equal(disk_residency(map, fd, WINDOW - 1, 2), DISK_NOT_CACHED);
+	assert_null(disk_io_map(fd, 0)); /* nothing to map */
+	disk_io_close(NULL, fd, map, FILE_SIZE, 0);
 }
 
 static void test_a_read_past_the_end_reads_what_there_is(void **state)
@@ -202,7 +221,8 @@ static void test_an_open_resolves_below_a_root_and_knows_its_filesystem(void **s
 	struct stat info;
 	assert_int_equal(fstat(open.file.fd, &info), 0);
 	assert_int_equal(info.st_ino, open.file.inode);
-	close(open.file.fd);
+	assert_non_null(open.file.map); /* for the residency checks */
+	disk_io_close(NULL, open.file.fd, open.file.map, open.file.size, 0);
 
 	struct disk_open outside = {.roots = &fixture->roots};
 	snprintf(outside.path, sizeof(outside.path), "/etc/passwd");
@@ -246,7 +266,8 @@ static void test_a_segment_closes_its_descriptor_on_the_pool(void **state)
 {
 	struct fixture *fixture = *state;
 	int fd = open_track(fixture);
-	struct evbuffer_file_segment *segment = disk_io_segment_new(fixture->io, fd, FILE_SIZE, 0);
+	struct evbuffer_file_segment *segment =
+		disk_io_segment_new(fixture->io, fd, FILE_SIZE, NULL, 0);
 	assert_non_null(segment);
 	struct evbuffer *output = evbuffer_new();
 	assert_int_equal(evbuffer_set_flags(output, EVBUFFER_FLAG_DRAINS_TO_FD), 0);
@@ -280,6 +301,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_evicted_bytes_are_not_cached_and_checking_reads_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_read_ahead_brings_exactly_its_window_in, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_a_mapped_file_tells_pages_read_in_whole, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_read_past_the_end_reads_what_there_is, setup,
 						teardown),
