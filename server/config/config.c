@@ -6,6 +6,7 @@
  */
 #include "config/config.h"
 
+#include "base/nearest_name.h"
 #include "config/option_table.h"
 
 #include <errno.h>
@@ -179,7 +180,12 @@ int config_set(struct config *config, const char *name, const char *value, char 
 {
 	const struct option_spec *option = option_table_find(name);
 	if (option == NULL) {
-		set_error(error, error_size, "unknown setting '%s'", name);
+		const char *near = nearest_name(name, strlen(name), option_table_name_at);
+		if (near != NULL)
+			set_error(error, error_size, "unknown setting '%s' (did you mean '%s'?)", name,
+				  near);
+		else
+			set_error(error, error_size, "unknown setting '%s'", name);
 		return -1;
 	}
 	if (value[0] == '\0') {

@@ -135,6 +135,21 @@ static const void *lookup_flag(const char *name, size_t length, enum flags_value
 	return option_table_flag(name, length, value);
 }
 
+/* The words outside the table that take no value; next_flag knows them before flags_read. */
+static const char *const bare_words[] = {"help", "version", "check-config"};
+#define BARE_WORD_COUNT (sizeof(bare_words) / sizeof(bare_words[0]))
+
+/* Every flag's name, for the nearest one to a mistyped flag: the words, then the table. */
+static const char *flag_name_at(size_t index)
+{
+	if (index < BARE_WORD_COUNT)
+		return bare_words[index];
+	index -= BARE_WORD_COUNT;
+	if (index < VALUED_WORD_COUNT)
+		return valued_words[index];
+	return option_table_name_at(index - VALUED_WORD_COUNT);
+}
+
 static const char *valued_word(const void *option)
 {
 	for (size_t i = 0; i < VALUED_WORD_COUNT; i++) {
@@ -170,7 +185,7 @@ static int next_flag(int argc, char *const *argv, int *index, struct flag *flag,
 		return -1;
 	}
 	struct flags_flag read;
-	if (flags_read(argc, argv, index, lookup_flag, &read, error, error_size) < 0)
+	if (flags_read(argc, argv, index, lookup_flag, flag_name_at, &read, error, error_size) < 0)
 		return -1;
 	if ((word = valued_word(read.option)) != NULL) {
 		*flag = (struct flag){word, read.value, NULL};

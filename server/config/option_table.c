@@ -190,6 +190,11 @@ const struct option_spec *option_table_at(size_t index)
 	return index < option_table_count() ? &options[index] : NULL;
 }
 
+const char *option_table_name_at(size_t index)
+{
+	return index < option_table_count() ? options[index].name : NULL;
+}
+
 /* A flags_lookup over the table; a switch's value is optional (a bare --x-sendfile means on). */
 const void *option_table_flag(const char *name, size_t length, enum flags_value *value)
 {

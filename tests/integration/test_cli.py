@@ -71,6 +71,42 @@ def test_unknown_option_exits_2_naming_it(musicd, mongo, db, library):
     assert_startup_error(result, "--frobnicate", port=port)
 
 
+@pytest.mark.parametrize("given, meant", [("--medai-root", "--media-root"),
+                                          ("--lookup-timout", "--lookup-timeout"),
+                                          ("--Workers", "--workers"),
+                                          ("--chek-config", "--check-config")])
+def test_a_mistyped_option_exits_2_naming_the_option_meant(offline_musicd, tmp_path, given,
+                                                          meant):
+    # (fails before: "unknown option '--medai-root' (see --help)")
+    port = free_port()
+    result = offline_musicd.run(offline_args(tmp_path, port) + [given, "1"])
+    assert result.returncode == 2, result
+    assert result.stderr == f"musicd: unknown option '{given}' (did you mean '{meant}'?)\n"
+    assert not port_accepts(port)
+
+
+@pytest.mark.parametrize("given", ["--frobnicate", "--port", "--x"])
+def test_an_option_near_none_gets_no_suggestion(offline_musicd, tmp_path, given):
+    result = offline_musicd.run(offline_args(tmp_path, free_port()) + [given, "1"])
+    assert result.returncode == 2, result
+    assert result.stderr == f"musicd: unknown option '{given}' (see --help)\n"
+
+
+def test_a_mistyped_setting_in_the_config_file_names_the_setting_meant(offline_musicd,
+                                                                       tmp_path):
+    conf = tmp_path / "musicd.conf"
+    conf.write_text("workers = 2\nmedai-root = /srv/music\nnonsense = 1\n")
+    port = free_port()
+    result = offline_musicd.run(offline_args(tmp_path, port) + ["--config", conf])
+    assert result.returncode == 2, result
+    assert result.stderr == (f"musicd: {conf}:2: unknown setting 'medai-root' (did you mean "
+                             "'media-root'?)\n")
+    conf.write_text("workers = 2\nnonsense = 1\n")
+    result = offline_musicd.run(offline_args(tmp_path, port) + ["--config", conf])
+    assert result.stderr == f"musicd: {conf}:2: unknown setting 'nonsense'\n", result
+    assert not port_accepts(port)
+
+
 def test_option_without_its_value_exits_2(musicd, mongo, db, library):
     port = free_port()
     result = musicd.run(valid_args(mongo, db, library, port) + ["--workers"])

@@ -231,8 +231,13 @@ static void test_set_unknown_setting_fails_naming_it(void **state)
 {
 	struct fixture *f = *state;
 	assert_set_fails_with(f, "nope", "1", "unknown setting 'nope'");
-	assert_set_fails_with(f, "--workers", "1", "unknown setting '--workers'");
-	assert_set_fails_with(f, "Workers", "1", "unknown setting 'Workers'");
+	/* Names are exact; one near a setting is named with it. */
+	assert_set_fails_with(f, "--workers", "1",
+			      "unknown setting '--workers' (did you mean 'workers'?)");
+	assert_set_fails_with(f, "Workers", "1",
+			      "unknown setting 'Workers' (did you mean 'workers'?)");
+	assert_set_fails_with(f, "medai-root", "/music",
+			      "unknown setting 'medai-root' (did you mean 'media-root'?)");
 }
 
 /* config_set: bounded numbers */
@@ -762,6 +767,9 @@ static void test_text_unknown_setting_fails(void **state)
 {
 	struct fixture *f = *state;
 	assert_parse_fails_with(f, "workers = 2\nnope = 1\n", SOURCE ":2: unknown setting 'nope'");
+	assert_parse_fails_with(f, "lookup-timout = 10\n",
+				SOURCE ":1: unknown setting 'lookup-timout' (did you mean "
+				       "'lookup-timeout'?)");
 }
 
 static void test_text_line_without_equals_fails(void **state)
@@ -1211,6 +1219,13 @@ static void test_load_unknown_option_fails(void **state)
 	assert_load_fails_with(f, ARGV("--media-root", "/music", "--nope", "1"),
 			       "unknown option '--nope' (see --help)");
 	assert_load_fails_with(f, ARGV("--nope=1"), "unknown option '--nope' (see --help)");
+	assert_load_fails_with(f, ARGV("--medai-root", "/music"),
+			       "unknown option '--medai-root' (did you mean '--media-root'?)");
+	/* The words outside the table are suggested too. */
+	assert_load_fails_with(f, ARGV("--check-confg"),
+			       "unknown option '--check-confg' (did you mean '--check-config'?)");
+	assert_load_fails_with(f, ARGV("--sign-ulr", "x"),
+			       "unknown option '--sign-ulr' (did you mean '--sign-url'?)");
 }
 
 static void test_load_argument_without_dashes_fails(void **state)
