@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/log_file.h"
 #include "config/config.h"
 #include "config/config_sources.h"
 #include "config/settings.h"
@@ -255,6 +256,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level(config.log_level);
+	char user_setting[CONFIG_ERROR_MAX + 8];
+	snprintf(user_setting, sizeof(user_setting), "%s%s", config.user_origin,
+		 config.user_origin[0] != '\0' ? ": user" : "--user");
+	if (config.user != NULL &&
+	    privileges_resolve(config.user, user_setting, &user, error, sizeof(error)) < 0) {
+		status = run_failed(error);
+		goto out;
+	}
+	/* The logs may be that user's files (or root's): it could not reopen them otherwise. */
+	if (config.user != NULL)
+		log_file_set_owner(user.uid);
 	/* The error log first, so every start-up message lands in it (-t makes no file). */
 	if (action != CONFIG_ACTION_CHECK && log_open(config.error_log, error, sizeof(error)) < 0) {
 		status = run_failed(error);
@@ -275,14 +287,6 @@ int main(int argc, char **argv)
 				error, sizeof(error)) < 0) {
 		status = run_failed(error);
 		goto out;
-	}
-	char user_setting[CONFIG_ERROR_MAX + 8];
-	snprintf(user_setting, sizeof(user_setting), "%s%s", config.user_origin,
-		 config.user_origin[0] != '\0' ? ": user" : "--user");
-	if (config.user != NULL &&
-	    privileges_resolve(config.user, user_setting, &user, error, sizeof(error)) < 0) {
-		status = run_failed(error);
-		goto out_roots;
 	}
 	if (action == CONFIG_ACTION_CHECK) {
 		/* As nginx -t: everything start-up checks, but no socket, no database, no file made. */

@@ -114,7 +114,8 @@ def test_a_log_that_cannot_be_reopened_keeps_its_old_file(musicd, library, tmp_p
 
     server.send_signal(signal.SIGUSR1)
     failure = wait_for_line(error_log, "SIGUSR1: access log")
-    assert "Is a directory" in failure[0] and "still writing to the file it had" in failure[0]
+    assert "is a directory; a log must be a regular file" in failure[0]
+    assert "still writing to the file it had" in failure[0]
     assert not [line for line in lines_of(error_log) if "logs reopened" in line]
     assert requests.get(server.url + track.url_path + "?kept", timeout=TIMEOUT).ok
     wait_for_line(rotated, "?kept")
