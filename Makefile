@@ -231,6 +231,9 @@ MAN_SED := -e 's|/etc/musicd/|$(sysconfdir)/musicd/|g' -e 's|/usr/sbin/musicd|$(
 	-e 's|/etc/logrotate\.d/musicd|$(LOGROTATEDIR)/musicd|g'
 CONF_LINES := 'media-root = /var/lib/musicd/music' 'access-log = /var/log/musicd/access.log' \
 	'error-log = /var/log/musicd/error.log' 'user = musicd' 'pid-file = /run/musicd/musicd.pid'
+# The logrotate file signals only a process running $(sbindir)/musicd.
+LOGROTATE_SED := -e 's| --exec /usr/sbin/musicd$$| --exec $(sbindir)/musicd|'
+LOGROTATE_LINE := start-stop-daemon --stop --signal USR1 --pidfile /run/musicd/musicd.pid --exec $(sbindir)/musicd
 CONF_SED := -e 's|^\#media-root = /srv/music$$|media-root = /var/lib/musicd/music|' \
 	-e 's|^access-log = off$$|access-log = /var/log/musicd/access.log|' \
 	-e 's|^error-log = stderr$$|error-log = /var/log/musicd/error.log|' \
@@ -254,11 +257,18 @@ build/install/musicd.conf: config/musicd.conf Makefile
 		grep -qx "$$line" $$tmp || { echo "$$line: not in $@" >&2; rm -f $$tmp; exit 1; }; \
 	done && mv $$tmp $@
 
+# The logrotate file as installed: its sbindir's (rewritten whatever the last install's was).
+build/install/musicd.logrotate: config/musicd.logrotate Makefile FORCE
+	@mkdir -p build/install
+	@tmp=$@.$$$$.tmp; sed $(LOGROTATE_SED) $< >$$tmp && \
+	grep -q '^[[:space:]]*$(LOGROTATE_LINE)$$' $$tmp || { echo "$(LOGROTATE_LINE): not in $@" >&2; rm -f $$tmp; exit 1; }; \
+	mv $$tmp $@
+
 UNIT_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
 TEMPLATE_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd@.service
 MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
 
-install: build/musicd build/musicd-import build/install/musicd.conf
+install: build/musicd build/musicd-import build/install/musicd.conf build/install/musicd.logrotate
 	$(INSTALL) -d -m 755 $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) $(DESTDIR)$(sysconfdir)/musicd \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir)
@@ -269,7 +279,7 @@ install: build/musicd build/musicd-import build/install/musicd.conf
 		$(INSTALL_DATA) build/install/musicd.conf $(CONF_INSTALLED); fi
 	@if [ -e $(LOGROTATE_INSTALLED) ]; then echo "install: $(LOGROTATE_INSTALLED) exists, kept"; \
 	else \
-		$(INSTALL_DATA) config/musicd.logrotate $(LOGROTATE_INSTALLED); fi
+		$(INSTALL_DATA) build/install/musicd.logrotate $(LOGROTATE_INSTALLED); fi
 	sed $(UNIT_SED) config/musicd.service >$(UNIT_INSTALLED)
 	grep -qx 'ExecStart=$(sbindir)/musicd --config $(sysconfdir)/musicd/musicd.conf' $(UNIT_INSTALLED)
 	sed $(TEMPLATE_SED) $(UNIT_INSTALLED) >$(TEMPLATE_INSTALLED)
@@ -288,12 +298,12 @@ install: build/musicd build/musicd-import build/install/musicd.conf
 		echo "    systemd-sysusers $(SYSUSERSDIR)/musicd.conf && systemd-tmpfiles --create $(TMPFILESDIR)/musicd.conf"; \
 		echo "    systemctl daemon-reload && systemctl enable --now musicd"; fi
 
-uninstall: build/install/musicd.conf
+uninstall: build/install/musicd.conf build/install/musicd.logrotate
 	rm -f $(DESTDIR)$(sbindir)/musicd $(DESTDIR)$(bindir)/musicd-import \
 		$(UNIT_INSTALLED) $(TEMPLATE_INSTALLED) \
 		$(DESTDIR)$(TMPFILESDIR)/musicd.conf $(DESTDIR)$(SYSUSERSDIR)/musicd.conf \
 		$(MAN_INSTALLED) $(DESTDIR)$(man1dir)/musicd-import.1
-	@for pair in build/install/musicd.conf:$(CONF_INSTALLED) config/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
+	@for pair in build/install/musicd.conf:$(CONF_INSTALLED) build/install/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
 		shipped=$${pair%%:*}; installed=$${pair#*:}; \
 		if [ ! -e "$$installed" ]; then :; \
 		elif cmp -s "$$shipped" "$$installed"; then rm -f "$$installed"; \
@@ -301,4 +311,6 @@ uninstall: build/install/musicd.conf
 	done
 	-@rmdir $(DESTDIR)$(sysconfdir)/musicd 2>/dev/null || true
 
-.PHONY: all asan unit-build unit layers fuzz-build fuzz deps demo-deps ferretdb test demo deb bench clean install uninstall
+FORCE:
+
+.PHONY: all asan unit-build unit layers fuzz-build fuzz deps demo-deps ferretdb test demo deb bench clean install uninstall FORCE

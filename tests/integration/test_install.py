@@ -121,8 +121,13 @@ def check_install(destdir, prefix, sysconfdir, *variables, unitdir=None, sbindir
     config = f"{sysconfdir}/musicd/musicd.conf"
     assert changed_lines((REPO / "config" / "musicd.conf").read_text(),
                          (etc / "musicd" / "musicd.conf").read_text()) == LAYOUT_LINES
-    assert (etc / "logrotate.d" / "musicd").read_bytes() == \
-        (REPO / "config" / "musicd.logrotate").read_bytes()
+    # The logrotate file signals only a process running the installed binary.
+    signal_line = ("\t\t\tstart-stop-daemon --stop --signal USR1 --pidfile /run/musicd/musicd.pid "
+                   "--exec {}")
+    assert changed_lines((REPO / "config" / "musicd.logrotate").read_text(),
+                         (etc / "logrotate.d" / "musicd").read_text()) == (
+        {} if installed_path == "/usr/sbin/musicd"
+        else {signal_line.format("/usr/sbin/musicd"): signal_line.format(installed_path)})
     lib = root / prefix.lstrip("/") / "lib"
     assert (lib / "tmpfiles.d" / "musicd.conf").read_bytes() == \
         (REPO / "config" / "musicd.tmpfiles").read_bytes()
