@@ -37,7 +37,31 @@ build/musicd: $(SERVER_SRCS:server/%.c=$(OBJ)/%.o)
 
 $(OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' $(MAIN_DEFINES) -c -o $@ $<
+
+# The configuration file musicd reads without --config: the one make install puts in place,
+# $(sysconfdir)/musicd/musicd.conf (sysconfdir and the install's other directories are below).
+# Only ops/main.c is compiled with it, and again whenever it changes: the stamp file holds the
+# path and is rewritten only then. make install links a musicd of its own with its sysconfdir's
+# (build/install/musicd), so that an install for another PREFIX never relinks build/musicd.
+CONFIG_FILE = $(sysconfdir)/musicd/musicd.conf
+$(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o: build/config-file.stamp
+$(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o: MAIN_DEFINES = -DMUSICD_CONFIG_FILE='"$(CONFIG_FILE)"'
+
+build/config-file.stamp build/install/config-file.stamp: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(CONFIG_FILE)' ] || echo '$(CONFIG_FILE)' >$@
+
+INSTALL_OBJ := build/install/obj
+build/install/musicd: $(filter-out $(OBJ)/ops/main.o,$(SERVER_SRCS:server/%.c=$(OBJ)/%.o)) \
+		$(INSTALL_OBJ)/ops/main.o
+	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
+
+$(INSTALL_OBJ)/ops/main.o: server/ops/main.c $(SERVER_HDRS) VERSION Makefile \
+		build/install/config-file.stamp
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' \
+		-DMUSICD_CONFIG_FILE='"$(CONFIG_FILE)"' -c -o $@ $<
 
 asan: build/asan/musicd build/asan/musicd-import
 
@@ -46,7 +70,7 @@ build/asan/musicd: $(SERVER_SRCS:server/%.c=$(ASAN_OBJ)/%.o)
 
 $(ASAN_OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' $(MAIN_DEFINES) -c -o $@ $<
 
 # musicd-import: import/*.c plus the server modules it shares (config and the flags reader,
 # content types, containment), and import/tags.cpp: TagLib's C++ interface (its C binding in
@@ -268,11 +292,11 @@ UNIT_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
 TEMPLATE_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd@.service
 MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
 
-install: build/musicd build/musicd-import build/install/musicd.conf build/install/musicd.logrotate
+install: build/install/musicd build/musicd-import build/install/musicd.conf build/install/musicd.logrotate
 	$(INSTALL) -d -m 755 $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) $(DESTDIR)$(sysconfdir)/musicd \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir)
-	$(INSTALL_PROGRAM) build/musicd $(DESTDIR)$(sbindir)/musicd
+	$(INSTALL_PROGRAM) build/install/musicd $(DESTDIR)$(sbindir)/musicd
 	$(INSTALL_PROGRAM) build/musicd-import $(DESTDIR)$(bindir)/musicd-import
 	@if [ -e $(CONF_INSTALLED) ]; then echo "install: $(CONF_INSTALLED) exists, kept"; \
 	else \

@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "db/db_reach.h"
 #include "ops/log_files.h"
 #include "ops/notify.h"
 #include "ops/pid_file.h"
@@ -310,6 +311,9 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 		run_failed(error);
 		goto out_listeners;
 	}
+	/* Says whether the database answers, once it knows; the start goes on meanwhile. */
+	if (db_reach_at_start(resources->db) < 0)
+		log_warn("database: out of memory for the start-up check; nothing said until a lookup");
 	if (config->gridfs_cache_dir != NULL) {
 		/* Fills take pool threads: at most half of them, so lookups always get a turn. */
 		resources->gridfs_spool = gridfs_spool_open(

@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from musicd_process import MUSICD_BIN
+from musicd_process import CHECK_OK, MUSICD_BIN
 from support import REPO, scaled, wait_until
 from test_operation import COMBINED, parse_access_line
 
@@ -80,7 +80,7 @@ def test_error_log_off_or_dash_is_refused_rather_than_made_a_file(musicd, tmp_pa
 def test_check_config_checks_the_error_log_without_making_it(musicd, tmp_path):
     args = ["--media-root", tmp_path, "--mongodb-uri", "mongodb://127.0.0.1:1/", "-t"]
     ok = musicd.run(args + ["--error-log", tmp_path / "error.log"])
-    assert ok.returncode == 0 and ok.stdout == "configuration ok\n", ok
+    assert ok.returncode == 0 and ok.stdout == CHECK_OK, ok
     assert not (tmp_path / "error.log").exists()
     bad = musicd.run(args + ["--error-log", tmp_path / "missing" / "error.log"])
     assert bad.returncode == 2 and "error log" in bad.stderr, bad

@@ -17,7 +17,7 @@ import requests
 
 from assertions import assert_file_response
 from media import Library
-from musicd_process import musicd_env, own_metrics_listener, require_binary
+from musicd_process import CHECK_OK, musicd_env, own_metrics_listener, require_binary
 from support import free_port, port_accepts, scaled, wait_until
 
 TIMEOUT = scaled(10)
@@ -215,7 +215,7 @@ def test_check_config_accepts_a_spool_the_user_can_write_and_stays_root(musicd, 
     result = musicd.run(offline_args(open_dir, free_port()) +
                         ["--user", USER, "--gridfs-cache-dir", str(spool), "-t"])
     assert result.returncode == 0, result
-    assert result.stdout == "configuration ok\n"
+    assert result.stdout == CHECK_OK
     assert list(spool.iterdir()) == []
 
 
