@@ -75,8 +75,8 @@ static void reload_keys_only(const struct resources *resources)
 	const char *key_file = running->config.url_signing_key_file;
 	char error[CONFIG_ERROR_MAX];
 	if (key_file == NULL) {
-		log_warn("SIGHUP: musicd was started without a config file, so there is none to "
-			 "re-read; settings unchanged");
+		log_warn("SIGHUP: musicd was started without a config file (--config off, or none "
+			 "installed), so there is no config file to re-read; settings unchanged");
 		return;
 	}
 	struct settings *next = settings_new(&running->config, running, error, sizeof(error));
