@@ -15,6 +15,7 @@
 #include <mongoc/mongoc.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,14 @@ int db_pool_check_uri(const struct config *config, char *error, size_t error_siz
 		return -1;
 	mongoc_uri_destroy(uri);
 	return 0;
+}
+
+bool db_pool_stopping(struct db_pool *pool)
+{
+	pthread_mutex_lock(&pool->lock);
+	bool stopping = pool->stopping != 0;
+	pthread_mutex_unlock(&pool->lock);
+	return stopping;
 }
 
 unsigned db_pool_timeout_ms(const struct db_pool *pool)

@@ -15,6 +15,7 @@
 #define MUSICD_DB_POOL_H
 
 #include <event2/event.h>
+#include <stdbool.h>
 #include <time.h>
 
 #include "base/metrics.h"
@@ -93,6 +94,9 @@ void db_pool_quiesce(struct db_pool *pool);
 
 /* Quiesces the pool if that was not done, then frees it. */
 void db_pool_stop(struct db_pool *pool);
+
+/* Whether the pool was asked to stop (db_pool_quiesce): what a job finishing late needs to know. */
+bool db_pool_stopping(struct db_pool *pool);
 
 /* Milliseconds the URI gives each lookup (--lookup-timeout). */
 unsigned db_pool_timeout_ms(const struct db_pool *pool);

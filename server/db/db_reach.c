@@ -1,8 +1,9 @@
 /*
  * db_reach: the start-up selection is an ordinary pool job (db_pool.h) that
  * frees itself: it runs when a thread is free (at once at start), and its one
- * line is written from that thread. A job the pool answers without running it
- * (musicd stopping first) says nothing: it learnt nothing.
+ * line is written from that thread. Once musicd stops, it says nothing: a job
+ * the pool answers without running it learnt nothing, and one that ran would
+ * only add a line after the reason musicd stops.
  */
 #include "db/db_reach.h"
 
@@ -21,6 +22,7 @@
 
 struct reach_job {
 	struct db_job job; /* first: the pool hands back &job */
+	struct db_pool *pool;
 	bool ran;
 	unsigned timeout_ms;
 	char server[SERVER_NAME_MAX];
@@ -63,9 +65,11 @@ static void run_reach(struct db_job *job, const struct db_thread *thread)
 static void reach_done(struct db_job *job)
 {
 	struct reach_job *reach = (struct reach_job *)job;
-	if (reach->ran && job->status == LOOKUP_FOUND)
+	/* Once musicd stops, what the database said no longer matters. */
+	bool heard = reach->ran && !db_pool_stopping(reach->pool);
+	if (heard && job->status == LOOKUP_FOUND)
 		log_info("database: reached %s", reach->server);
-	else if (reach->ran)
+	else if (heard)
 		log_warn("database: no server could be selected within %u ms at start (%s); track "
 			 "requests get 503 until one can, and musicd keeps trying",
 			 reach->timeout_ms, job->detail);
@@ -77,6 +81,7 @@ int db_reach_at_start(struct db_pool *pool)
 	struct reach_job *reach = calloc(1, sizeof(*reach));
 	if (reach == NULL)
 		return -1;
+	reach->pool = pool;
 	reach->job.run = run_reach;
 	reach->job.done = reach_done;
 	/* Its time to wait for a free thread (at start every one is free); the selection's own is

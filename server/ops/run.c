@@ -311,9 +311,6 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 		run_failed(error);
 		goto out_listeners;
 	}
-	/* Says whether the database answers, once it knows; the start goes on meanwhile. */
-	if (db_reach_at_start(resources->db) < 0)
-		log_warn("database: out of memory for the start-up check; nothing said until a lookup");
 	if (config->gridfs_cache_dir != NULL) {
 		/* Fills take pool threads: at most half of them, so lookups always get a turn. */
 		resources->gridfs_spool = gridfs_spool_open(
@@ -367,6 +364,9 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 	}
 	log_started(config, resources, descriptor_limit);
 	notify_started(config);
+	/* Says whether the database answers, once a pool thread knows; nothing waits for it. */
+	if (db_reach_at_start(resources->db) < 0)
+		log_warn("database: out of memory for the start-up check; nothing said until a lookup");
 
 	int signal_number =
 		run_until_stopped(resources, handled, reload, running.workers, running.started);
