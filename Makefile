@@ -38,7 +38,31 @@ build/musicd: $(SERVER_SRCS:server/%.c=$(OBJ)/%.o)
 
 $(OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' $(MAIN_DEFINES) -c -o $@ $<
+
+# The configuration file musicd reads without --config: the one make install puts in place,
+# $(sysconfdir)/musicd/musicd.conf (sysconfdir and the install's other directories are below).
+# Only ops/main.c is compiled with it, and again whenever it changes: the stamp file holds the
+# path and is rewritten only then. make install links a musicd of its own with its sysconfdir's
+# (build/install/musicd), so that an install for another PREFIX never relinks build/musicd.
+CONFIG_FILE = $(sysconfdir)/musicd/musicd.conf
+$(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o: build/config-file.stamp
+$(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o: MAIN_DEFINES = -DMUSICD_CONFIG_FILE='"$(CONFIG_FILE)"'
+
+build/config-file.stamp build/install/config-file.stamp: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(CONFIG_FILE)' ] || echo '$(CONFIG_FILE)' >$@
+
+INSTALL_OBJ := build/install/obj
+build/install/musicd: $(filter-out $(OBJ)/ops/main.o,$(SERVER_SRCS:server/%.c=$(OBJ)/%.o)) \
+		$(INSTALL_OBJ)/ops/main.o
+	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
+
+$(INSTALL_OBJ)/ops/main.o: server/ops/main.c $(SERVER_HDRS) VERSION Makefile \
+		build/install/config-file.stamp
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' \
+		-DMUSICD_CONFIG_FILE='"$(CONFIG_FILE)"' -c -o $@ $<
 
 asan: build/asan/musicd build/asan/musicd-import
 
@@ -47,7 +71,7 @@ build/asan/musicd: $(SERVER_SRCS:server/%.c=$(ASAN_OBJ)/%.o)
 
 $(ASAN_OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' $(MAIN_DEFINES) -c -o $@ $<
 
 # musicd-import: import/*.c plus the server modules it shares (config and the flags reader,
 # content types, containment), and import/tags.cpp: TagLib's C++ interface (its C binding in
@@ -61,7 +85,7 @@ IMPORT_CXXFLAGS := -std=gnu++17 -D_GNU_SOURCE -pthread -Wall -Wextra -Werror -Ws
 	$(shell pkg-config --cflags libmongoc-1.0 2>/dev/null) -Iserver $(IMPORT_CFLAGS)
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
-IMPORT_SHARED := $(addprefix server/,config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/response_head.c base/log.c \
+IMPORT_SHARED := $(addprefix server/,config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c base/nearest_name.c http/cors.c http/response_head.c base/log.c base/log_file.c \
 	http/proxy_trust.c http/content_type.c media/containment.c \
 	http/url_token.c http/route.c http/chars.c config/url_keys.c)
 IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(OBJ)/import/tags.o \
@@ -122,7 +146,8 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,http/range.c http/cond.c http/etag.c http/http_date.c http/proxy_trust.c \
 	http/route.c media/containment.c http/content_type.c http/offload.c \
-	config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c http/cors.c http/disposition.c base/log.c http/multipart.c \
+	config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c base/nearest_name.c http/cors.c http/disposition.c base/log.c base/log_file.c \
+	http/multipart.c \
 	http/framing.c http/response_head.c http/request_scan.c http/chars.c \
 	http/url_token.c http/url_redact.c config/url_keys.c)
 # The signed-URL check's HMAC is libcrypto's.
@@ -252,6 +277,9 @@ MAN_SED := -e 's|/etc/musicd/|$(sysconfdir)/musicd/|g' -e 's|/usr/sbin/musicd|$(
 	-e 's|/etc/logrotate\.d/musicd|$(LOGROTATEDIR)/musicd|g'
 CONF_LINES := 'media-root = /var/lib/musicd/music' 'access-log = /var/log/musicd/access.log' \
 	'error-log = /var/log/musicd/error.log' 'user = musicd' 'pid-file = /run/musicd/musicd.pid'
+# The logrotate file signals only a process running $(sbindir)/musicd.
+LOGROTATE_SED := -e 's| --exec /usr/sbin/musicd$$| --exec $(sbindir)/musicd|'
+LOGROTATE_LINE := start-stop-daemon --stop --signal USR1 --pidfile /run/musicd/musicd.pid --exec $(sbindir)/musicd
 CONF_SED := -e 's|^\#media-root = /srv/music$$|media-root = /var/lib/musicd/music|' \
 	-e 's|^access-log = off$$|access-log = /var/log/musicd/access.log|' \
 	-e 's|^error-log = stderr$$|error-log = /var/log/musicd/error.log|' \
@@ -275,6 +303,13 @@ build/install/musicd.conf: config/musicd.conf Makefile
 		grep -qx "$$line" $$tmp || { echo "$$line: not in $@" >&2; rm -f $$tmp; exit 1; }; \
 	done && mv $$tmp $@
 
+# The logrotate file as installed: its sbindir's (rewritten whatever the last install's was).
+build/install/musicd.logrotate: config/musicd.logrotate Makefile FORCE
+	@mkdir -p build/install
+	@tmp=$@.$$$$.tmp; sed $(LOGROTATE_SED) $< >$$tmp && \
+	grep -q '^[[:space:]]*$(LOGROTATE_LINE)$$' $$tmp || { echo "$(LOGROTATE_LINE): not in $@" >&2; rm -f $$tmp; exit 1; }; \
+	mv $$tmp $@
+
 UNIT_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
 TEMPLATE_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd@.service
 MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
@@ -283,18 +318,18 @@ MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
 MONITORING_FILES := prometheus/musicd.rules.yml prometheus/musicd.rules.test.yml \
 	grafana/musicd-dashboard.json
 
-install: build/musicd build/musicd-import build/install/musicd.conf
+install: build/install/musicd build/musicd-import build/install/musicd.conf build/install/musicd.logrotate
 	$(INSTALL) -d -m 755 $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) $(DESTDIR)$(sysconfdir)/musicd \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir) $(EXAMPLES_INSTALLED)
-	$(INSTALL_PROGRAM) build/musicd $(DESTDIR)$(sbindir)/musicd
+	$(INSTALL_PROGRAM) build/install/musicd $(DESTDIR)$(sbindir)/musicd
 	$(INSTALL_PROGRAM) build/musicd-import $(DESTDIR)$(bindir)/musicd-import
 	@if [ -e $(CONF_INSTALLED) ]; then echo "install: $(CONF_INSTALLED) exists, kept"; \
 	else \
 		$(INSTALL_DATA) build/install/musicd.conf $(CONF_INSTALLED); fi
 	@if [ -e $(LOGROTATE_INSTALLED) ]; then echo "install: $(LOGROTATE_INSTALLED) exists, kept"; \
 	else \
-		$(INSTALL_DATA) config/musicd.logrotate $(LOGROTATE_INSTALLED); fi
+		$(INSTALL_DATA) build/install/musicd.logrotate $(LOGROTATE_INSTALLED); fi
 	sed $(UNIT_SED) config/musicd.service >$(UNIT_INSTALLED)
 	grep -qx 'ExecStart=$(sbindir)/musicd --config $(sysconfdir)/musicd/musicd.conf' $(UNIT_INSTALLED)
 	sed $(TEMPLATE_SED) $(UNIT_INSTALLED) >$(TEMPLATE_INSTALLED)
@@ -316,14 +351,14 @@ install: build/musicd build/musicd-import build/install/musicd.conf
 		echo "    systemd-sysusers $(SYSUSERSDIR)/musicd.conf && systemd-tmpfiles --create $(TMPFILESDIR)/musicd.conf"; \
 		echo "    systemctl daemon-reload && systemctl enable --now musicd"; fi
 
-uninstall: build/install/musicd.conf
+uninstall: build/install/musicd.conf build/install/musicd.logrotate
 	rm -f $(DESTDIR)$(sbindir)/musicd $(DESTDIR)$(bindir)/musicd-import \
 		$(UNIT_INSTALLED) $(TEMPLATE_INSTALLED) \
 		$(DESTDIR)$(TMPFILESDIR)/musicd.conf $(DESTDIR)$(SYSUSERSDIR)/musicd.conf \
 		$(MAN_INSTALLED) $(DESTDIR)$(man1dir)/musicd-import.1 \
 		$(addprefix $(EXAMPLES_INSTALLED)/,$(notdir $(EXAMPLES))) \
 		$(MONITORING_FILES:%=$(DESTDIR)$(pkgdatadir)/%)
-	@for pair in build/install/musicd.conf:$(CONF_INSTALLED) config/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
+	@for pair in build/install/musicd.conf:$(CONF_INSTALLED) build/install/musicd.logrotate:$(LOGROTATE_INSTALLED); do \
 		shipped=$${pair%%:*}; installed=$${pair#*:}; \
 		if [ ! -e "$$installed" ]; then :; \
 		elif cmp -s "$$shipped" "$$installed"; then rm -f "$$installed"; \
@@ -334,4 +369,6 @@ uninstall: build/install/musicd.conf
 	-@rmdir $(DESTDIR)$(pkgdatadir)/prometheus $(DESTDIR)$(pkgdatadir)/grafana \
 		$(DESTDIR)$(pkgdatadir) 2>/dev/null || true
 
-.PHONY: all asan unit-build unit layers fuzz-build fuzz tools deps demo-deps ferretdb test demo deb bench clean install uninstall
+FORCE:
+
+.PHONY: all asan unit-build unit layers fuzz-build fuzz tools deps demo-deps ferretdb test demo deb bench clean install uninstall FORCE

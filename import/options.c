@@ -88,6 +88,16 @@ static const void *find_option(const char *name, size_t length, enum flags_value
 	return NULL;
 }
 
+/* Every flag's name, for the nearest one to a mistyped flag: the table's, then the two words. */
+static const char *option_name_at(size_t index)
+{
+	static const char *const words[] = {"help", "version"};
+	if (index < OPTION_COUNT)
+		return options[index].name;
+	index -= OPTION_COUNT;
+	return index < sizeof(words) / sizeof(words[0]) ? words[index] : NULL;
+}
+
 /* One argument: a flag with its value, or a DIR. */
 struct argument {
 	const struct option_spec *option; /* NULL for a DIR */
@@ -100,7 +110,7 @@ static int next_flag(int argc, char *const *argv, int *index, struct argument *a
 		     char *error, size_t error_size)
 {
 	struct flags_flag flag;
-	if (flags_read(argc, argv, index, find_option, &flag, error, error_size) < 0)
+	if (flags_read(argc, argv, index, find_option, option_name_at, &flag, error, error_size) < 0)
 		return -1;
 	argument->option = flag.option;
 	argument->value = flag.value;

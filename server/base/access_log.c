@@ -7,7 +7,7 @@
  */
 #include "base/access_log.h"
 
-#include "base/log.h"
+#include "base/log_file.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,6 +5,8 @@
  */
 #include "base/flags.h"
 
+#include "base/nearest_name.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -14,7 +16,7 @@ bool flags_name_is(const char *name, size_t length, const char *option_name)
 }
 
 int flags_read(int argc, char *const *argv, int *index, flags_lookup *lookup,
-	       struct flags_flag *flag, char *error, size_t error_size)
+	       nearest_name_at *names, struct flags_flag *flag, char *error, size_t error_size)
 {
 	const char *arg = argv[(*index)++];
 	*flag = (struct flags_flag){NULL, NULL};
@@ -29,7 +31,13 @@ int flags_read(int argc, char *const *argv, int *index, flags_lookup *lookup,
 	enum flags_value takes = FLAGS_VALUE_REQUIRED;
 	flag->option = lookup(name, length, &takes);
 	if (flag->option == NULL) {
-		snprintf(error, error_size, "unknown option '--%.*s' (see --help)", shown, name);
+		const char *near = names != NULL ? nearest_name(name, length, names) : NULL;
+		if (near != NULL)
+			snprintf(error, error_size, "unknown option '--%.*s' (did you mean '--%s'?)",
+				 shown, name, near);
+		else
+			snprintf(error, error_size, "unknown option '--%.*s' (see --help)", shown,
+				 name);
 		return -1;
 	}
 	if (equals != NULL) {

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/nearest_name.h"
+
 /* How an option takes its value on the command line. */
 enum flags_value {
 	FLAGS_VALUE_REQUIRED, /* "--name=value" or "--name value" */
@@ -35,11 +37,13 @@ struct flags_flag {
  * Reads the flag at argv[*index] (index < argc) and its value, advancing
  * *index past both. Returns 0, or -1 with one message in error:
  * "unknown option 'ARG' (see --help)" for an argument not starting with "--",
+ * "unknown option '--NAME' (did you mean '--NEAR'?)" when names (the same
+ * options as lookup's; may be NULL) has one near NAME (nearest_name.h), else
  * "unknown option '--NAME' (see --help)", "option '--NAME' needs a value",
  * "option '--NAME' takes no value".
  */
 int flags_read(int argc, char *const *argv, int *index, flags_lookup *lookup,
-	       struct flags_flag *flag, char *error, size_t error_size);
+	       nearest_name_at *names, struct flags_flag *flag, char *error, size_t error_size);
 
 /* Whether name[0..length) (not NUL-terminated) is option_name: what a lookup compares. */
 bool flags_name_is(const char *name, size_t length, const char *option_name);

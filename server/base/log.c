@@ -11,8 +11,8 @@
  */
 #include "base/log.h"
 
-#include <errno.h>
-#include <fcntl.h>
+#include "base/log_file.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #define LOG_LINE_MAX 2048
-#define LOG_FILE_MODE 0644
 
 /* Set by main (at start and on SIGHUP) while every thread reads it. */
 static _Atomic enum log_level minimum_level = LOG_LEVEL_INFO;
@@ -125,33 +124,6 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_start(args, fmt);
 	log_vmsg(level, fmt, args);
 	va_end(args);
-}
-
-int log_file_open(const char *path, int *fd, char *error, size_t error_size)
-{
-	int opened = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, LOG_FILE_MODE);
-	if (opened < 0) {
-		snprintf(error, error_size, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	*fd = opened;
-	return 0;
-}
-
-int log_file_reopen(const char *path, int fd, char *error, size_t error_size)
-{
-	int fresh;
-	if (log_file_open(path, &fresh, error, error_size) < 0)
-		return -1;
-	/* The swap itself: writers keep using fd, which now names the new file. */
-	int swapped = dup3(fresh, fd, O_CLOEXEC);
-	int saved = errno;
-	close(fresh);
-	if (swapped < 0) {
-		snprintf(error, error_size, "%s: %s", path, strerror(saved));
-		return -1;
-	}
-	return 0;
 }
 
 int log_open(const char *target, char *error, size_t error_size)

@@ -37,8 +37,9 @@ void log_vmsg(enum log_level level, const char *fmt, va_list args);
 #define LOG_TARGET_STDERR "stderr"
 
 /*
- * Sends the lines to target from now on: a file (created 0644 if missing,
- * appended to) or LOG_TARGET_STDERR. Call before threads start. 0, or -1
+ * Sends the lines to target from now on: a file (opened by log_file_open:
+ * appended to, created 0640 if missing, refused if not safe to write as root)
+ * or LOG_TARGET_STDERR. Call before threads start. 0, or -1
  * with "error log <path>: <reason>" in error (the log is unchanged).
  */
 int log_open(const char *target, char *error, size_t error_size);
@@ -52,15 +53,6 @@ int log_reopen(char *error, size_t error_size);
 const char *log_file_path(void);
 /* Back to stderr, closing the file; for the end of main. */
 void log_close(void);
-
-/*
- * The two steps every reopenable log shares (access_log.c uses them too):
- * open path for appending (O_APPEND, O_CLOEXEC, created 0644), and reopen
- * path onto the descriptor fd already in use (dup3: one atomic swap, a
- * write in progress finishes in the old file). -1 with "<path>: <reason>".
- */
-int log_file_open(const char *path, int *fd, char *error, size_t error_size);
-int log_file_reopen(const char *path, int fd, char *error, size_t error_size);
 
 #define log_debug(...) log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_LEVEL_INFO, __VA_ARGS__)

@@ -6,6 +6,7 @@
  */
 #include "config/config.h"
 
+#include "base/nearest_name.h"
 #include "config/option_table.h"
 
 #include <errno.h>
@@ -179,7 +180,12 @@ int config_set(struct config *config, const char *name, const char *value, char 
 {
 	const struct option_spec *option = option_table_find(name);
 	if (option == NULL) {
-		set_error(error, error_size, "unknown setting '%s'", name);
+		const char *near = nearest_name(name, strlen(name), option_table_name_at);
+		if (near != NULL)
+			set_error(error, error_size, "unknown setting '%s' (did you mean '%s'?)", name,
+				  near);
+		else
+			set_error(error, error_size, "unknown setting '%s'", name);
 		return -1;
 	}
 	if (value[0] == '\0') {
@@ -286,7 +292,7 @@ out_of_memory:
 	return -1;
 }
 
-void config_print_usage(const char *program)
+void config_print_usage(const char *program, const char *installed_config)
 {
 	printf("Usage: %s --media-root DIR [options]\n\n"
 	       "Serves GET /musicdb/:mid/:param: finds the document with _id ObjectId(:mid) in\n"
@@ -309,12 +315,17 @@ void config_print_usage(const char *program)
 	       "check the configuration (options, config file, media roots, database URI, logs, "
 	       "--user, the URL-signing key file) without serving or touching the database, and exit "
 	       "(also -t)");
+	printf("  %-36s %s\n", "--check-database",
+	       "check the configuration as -t does, then try to reach the database (one server "
+	       "selection within --lookup-timeout), and exit");
 	printf("  %-36s %s\n", "--sign-url URL|PATH|ID",
 	       "print it with a signed-URL token for its track (the key file's first key) and exit; "
 	       "an id alone prints the token");
 	printf("  %-36s %s (default %u)\n", "--url-lifetime SECONDS",
 	       "how long the URL --sign-url prints stays valid", CONFIG_DEFAULT_URL_LIFETIME);
 	printf("  %-36s %s\n", "--version", "print the version and exit");
+	if (installed_config != NULL)
+		printf("\nWithout --config, musicd reads %s if it exists.\n", installed_config);
 }
 
 /* --- The settings one by one: what reload.c compares and carries over --- */

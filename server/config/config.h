@@ -55,8 +55,11 @@ int config_copy(struct config *dst, const struct config *src);
 /* Gives dst (initialised) src's value of every live setting; -1 if out of memory. */
 int config_copy_live(struct config *dst, const struct config *src);
 
-/* The --help text: every option with its default from the option table. */
-void config_print_usage(const char *program);
+/*
+ * The --help text: every option with its default from the option table, then
+ * the file read without --config (installed_config; NULL: none).
+ */
+void config_print_usage(const char *program, const char *installed_config);
 
 struct option_spec;
 

@@ -50,7 +50,9 @@
 
 /* Owned strings are malloc'd and released by config_free. */
 struct config {
-	char *config_file;	  /* NULL when none was given */
+	char *config_file;	  /* the file read (config_load); NULL when none was */
+	bool config_off;	  /* none was, because --config off said so */
+	bool check_database;	  /* -t --check-database: reach the database too */
 	char *listen_host;	  /* "127.0.0.1", "::1", "0.0.0.0" ... */
 	uint16_t listen_port;
 	char *metrics_host;	  /* --metrics-listen; NULL for off */

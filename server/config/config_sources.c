@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/config_check.h"
 #include "config/option_table.h"
@@ -135,6 +136,21 @@ static const void *lookup_flag(const char *name, size_t length, enum flags_value
 	return option_table_flag(name, length, value);
 }
 
+/* The words outside the table that take no value; next_flag knows them before flags_read. */
+static const char *const bare_words[] = {"help", "version", "check-config", "check-database"};
+#define BARE_WORD_COUNT (sizeof(bare_words) / sizeof(bare_words[0]))
+
+/* Every flag's name, for the nearest one to a mistyped flag: the words, then the table. */
+static const char *flag_name_at(size_t index)
+{
+	if (index < BARE_WORD_COUNT)
+		return bare_words[index];
+	index -= BARE_WORD_COUNT;
+	if (index < VALUED_WORD_COUNT)
+		return valued_words[index];
+	return option_table_name_at(index - VALUED_WORD_COUNT);
+}
+
 static const char *valued_word(const void *option)
 {
 	for (size_t i = 0; i < VALUED_WORD_COUNT; i++) {
@@ -146,8 +162,8 @@ static const char *valued_word(const void *option)
 
 /*
  * Reads argv[*index] (and its value) into flag, advancing *index. Returns 0,
- * or -1 with a message. Knows --help, -h, --version, --check-config and -t,
- * which take no value.
+ * or -1 with a message. Knows --help, -h, --version, --check-config, -t and
+ * --check-database, which take no value.
  */
 static int next_flag(int argc, char *const *argv, int *index, struct flag *flag, char *error,
 		     size_t error_size)
@@ -160,6 +176,8 @@ static int next_flag(int argc, char *const *argv, int *index, struct flag *flag,
 		word = "check-config";
 	else if (strcmp(arg, "--version") == 0)
 		word = "version";
+	else if (strcmp(arg, "--check-database") == 0)
+		word = "check-database";
 	if (word != NULL) {
 		*flag = (struct flag){word, NULL, NULL};
 		(*index)++;
@@ -170,7 +188,7 @@ static int next_flag(int argc, char *const *argv, int *index, struct flag *flag,
 		return -1;
 	}
 	struct flags_flag read;
-	if (flags_read(argc, argv, index, lookup_flag, &read, error, error_size) < 0)
+	if (flags_read(argc, argv, index, lookup_flag, flag_name_at, &read, error, error_size) < 0)
 		return -1;
 	if ((word = valued_word(read.option)) != NULL) {
 		*flag = (struct flag){word, read.value, NULL};
@@ -224,13 +242,29 @@ int config_load_under_flags(struct config *config, const char *env_mongodb_uri,
 	return 0;
 }
 
+/*
+ * The config file to read: --config's, none for --config off, else the
+ * installed one if it exists (musicd then runs on its flags alone, as before
+ * an install). An installed file that exists but cannot be read is read all
+ * the same, so that its error is reported rather than the file passed over.
+ */
+static const char *file_to_read(const char *given, const char *installed)
+{
+	if (given != NULL)
+		return strcmp(given, CONFIG_FILE_OFF) == 0 ? NULL : given;
+	if (installed == NULL || (access(installed, F_OK) < 0 && errno == ENOENT))
+		return NULL;
+	return installed;
+}
+
 int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
-		enum config_action *action, char *error, size_t error_size)
+		const char *installed_config, enum config_action *action, char *error,
+		size_t error_size)
 {
 	struct flag flag;
 	const char *config_path = NULL, *sign_url = NULL;
 	unsigned url_lifetime = CONFIG_DEFAULT_URL_LIFETIME;
-	bool check_only = false;
+	bool check_only = false, check_database = false;
 	*action = CONFIG_ACTION_RUN;
 
 	/* First pass: check every flag and find --config, --help, --version, --check-config. */
@@ -245,6 +279,8 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 			*action = CONFIG_ACTION_VERSION;
 		else if (flag_is(&flag, "check-config"))
 			check_only = true;
+		else if (flag_is(&flag, "check-database"))
+			check_only = check_database = true;
 		else if (flag_is(&flag, "config"))
 			config_path = flag.value;
 		else if (flag_is(&flag, "sign-url"))
@@ -256,15 +292,23 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 	if (*action == CONFIG_ACTION_VERSION)
 		return 0;
 
+	config->config_off = config_path != NULL && strcmp(config_path, CONFIG_FILE_OFF) == 0;
+	config_path = file_to_read(config_path, installed_config);
 	if (config_load_under_flags(config, env_mongodb_uri, config_path, error, error_size) < 0)
 		return -1;
+	free(config->config_file);
+	config->config_file = NULL;
+	if (config_path != NULL && (config->config_file = strdup(config_path)) == NULL) {
+		snprintf(error, error_size, "config file %s: out of memory", config_path);
+		return -1;
+	}
 
 	/* Second pass: flags override the file; a list on the command line replaces the file's. */
 	bool list_from_flags[CONFIG_OPTION_MAX] = {false};
 	for (int i = 1; i < argc;) {
 		next_flag(argc, argv, &i, &flag, error, error_size);
-		if (flag.option == NULL)
-			continue; /* --check-config: no setting */
+		if (flag.option == NULL || flag_is(&flag, "config"))
+			continue; /* --check-config: no setting; --config: read above */
 		size_t index = (size_t)(flag.option - option_table_at(0));
 		if (flag.option->kind == OPTION_LIST && !list_from_flags[index]) {
 			config_clear_list(config, flag.option);
@@ -284,5 +328,6 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 	}
 	if (check_only)
 		*action = CONFIG_ACTION_CHECK;
+	config->check_database = check_database;
 	return config_validate(config, error, error_size);
 }

@@ -1,7 +1,7 @@
 /*
  * config_sources: where a configuration comes from, in the order each
- * overrides the last: defaults (config_init) < MONGODB_URI < the --config
- * file < command-line flags. A file holds "name = value" lines, "#"
+ * overrides the last: defaults (config_init) < MONGODB_URI < the config file
+ * (--config's, or the installed one) < command-line flags. A file holds "name = value" lines, "#"
  * comments and blank lines; a flag is --name value or --name=value.
  */
 #ifndef MUSICD_CONFIG_SOURCES_H
@@ -24,12 +24,19 @@ int config_load_file(struct config *config, const char *path, char *error, size_
 int config_load_under_flags(struct config *config, const char *env_mongodb_uri,
 			    const char *config_path, char *error, size_t error_size);
 
+/* --config's value that reads no config file, not even the installed one. */
+#define CONFIG_FILE_OFF "off"
+
 /*
- * The whole start-up sequence: defaults, env_mongodb_uri (may be NULL), the
- * file named by --config, then the flags. Reads the config file; nothing else.
+ * The whole start-up sequence: defaults, env_mongodb_uri (may be NULL), a
+ * config file, then the flags. The file is the one --config names; with
+ * --config off none; without --config, installed_config (the file an install
+ * puts in place; NULL: none) when it exists. config->config_file becomes the
+ * path of the file read (NULL: none). Reads the config file; nothing else.
  * Returns 0 with *action set, or -1 with a one-line message in error.
  */
 int config_load(struct config *config, int argc, char *const *argv, const char *env_mongodb_uri,
-		enum config_action *action, char *error, size_t error_size);
+		const char *installed_config, enum config_action *action, char *error,
+		size_t error_size);
 
 #endif

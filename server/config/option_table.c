@@ -31,9 +31,9 @@
  * that they agree with --help.
  */
 static const struct option_spec options[] = {
-	{"config", "FILE", .kind = OPTION_FILE_ONLY_ON_COMMAND_LINE, .offset = FIELD(config_file),
+	{"config", "FILE|off", .kind = OPTION_FILE_ONLY_ON_COMMAND_LINE, .offset = FIELD(config_file),
 	 .help = "read settings from FILE (name = value lines; SIGHUP re-reads it); flags "
-		 "override it"},
+		 "override it; without it, the installed file if it exists (below); off: none"},
 	{"listen", "ADDR:PORT", .kind = OPTION_LISTEN, .help = "address and port to serve on",
 	 .default_value = "127.0.0.1:" NUMBER_TEXT(CONFIG_DEFAULT_PORT)},
 	{"metrics-listen", "ADDR:PORT|off", .kind = OPTION_METRICS_LISTEN,
@@ -209,6 +209,11 @@ size_t option_table_count(void)
 const struct option_spec *option_table_at(size_t index)
 {
 	return index < option_table_count() ? &options[index] : NULL;
+}
+
+const char *option_table_name_at(size_t index)
+{
+	return index < option_table_count() ? options[index].name : NULL;
 }
 
 /* A flags_lookup over the table; a switch's value is optional (a bare --x-sendfile means on). */

@@ -61,6 +61,9 @@ size_t option_table_count(void);
 /* Setting index (< option_table_count()). */
 const struct option_spec *option_table_at(size_t index);
 
+/* Setting index's name, or NULL past the last (a nearest_name_at, nearest_name.h). */
+const char *option_table_name_at(size_t index);
+
 /* The setting named name, or NULL. */
 const struct option_spec *option_table_find(const char *name);
 

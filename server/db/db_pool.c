@@ -15,6 +15,7 @@
 #include <mongoc/mongoc.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +51,8 @@ static void default_int_option(mongoc_uri_t *uri, const char *name, int32_t valu
 		mongoc_uri_set_option_as_int32(uri, name, value);
 }
 
-static mongoc_uri_t *make_uri(const struct config *config, unsigned client_count, char *error,
-			      size_t error_size)
+mongoc_uri_t *db_pool_make_uri(const struct config *config, unsigned client_count, char *error,
+			       size_t error_size)
 {
 	bson_error_t bson_error;
 	mongoc_uri_t *uri = mongoc_uri_new_with_error(config->mongodb_uri, &bson_error);
@@ -73,11 +74,19 @@ static mongoc_uri_t *make_uri(const struct config *config, unsigned client_count
 
 int db_pool_check_uri(const struct config *config, char *error, size_t error_size)
 {
-	mongoc_uri_t *uri = make_uri(config, config->lookup_threads, error, error_size);
+	mongoc_uri_t *uri = db_pool_make_uri(config, config->lookup_threads, error, error_size);
 	if (uri == NULL)
 		return -1;
 	mongoc_uri_destroy(uri);
 	return 0;
+}
+
+bool db_pool_stopping(struct db_pool *pool)
+{
+	pthread_mutex_lock(&pool->lock);
+	bool stopping = pool->stopping != 0;
+	pthread_mutex_unlock(&pool->lock);
+	return stopping;
 }
 
 unsigned db_pool_timeout_ms(const struct db_pool *pool)
@@ -169,7 +178,7 @@ struct db_pool *db_pool_start(const struct config *config, unsigned max_queued,
 	if (!pool->database || !pool->collection || !pool->gridfs_bucket || !pool->threads)
 		goto out_of_memory;
 
-	uri = make_uri(config, pool->thread_count, error, error_size);
+	uri = db_pool_make_uri(config, pool->thread_count, error, error_size);
 	if (uri == NULL)
 		goto fail;
 	bson_error_t bson_error;

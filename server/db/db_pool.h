@@ -15,6 +15,7 @@
 #define MUSICD_DB_POOL_H
 
 #include <event2/event.h>
+#include <stdbool.h>
 #include <time.h>
 
 #include "base/metrics.h"
@@ -26,6 +27,7 @@
 struct db_job;
 struct _mongoc_client_t;
 struct _mongoc_collection_t;
+struct _mongoc_uri_t;
 
 /* What a job runs with, on a pool thread: that thread's own objects (libmongoc's are not shared). */
 struct db_thread {
@@ -70,6 +72,14 @@ struct db_pool;
 struct db_pool *db_pool_start(const struct config *config, unsigned max_queued,
 			      struct metrics *metrics, char *error, size_t error_size);
 
+/*
+ * config's URI with musicd's defaults (the timeouts from --lookup-timeout,
+ * maxPoolSize client_count, retryReads off, appname musicd) where it sets none;
+ * NULL with "mongodb-uri: <reason>". The caller destroys it.
+ */
+struct _mongoc_uri_t *db_pool_make_uri(const struct config *config, unsigned client_count,
+				       char *error, size_t error_size);
+
 /* Whether the pool could be built from config's URI (parsed, nothing connected); -1 with a message. */
 int db_pool_check_uri(const struct config *config, char *error, size_t error_size);
 
@@ -84,6 +94,9 @@ void db_pool_quiesce(struct db_pool *pool);
 
 /* Quiesces the pool if that was not done, then frees it. */
 void db_pool_stop(struct db_pool *pool);
+
+/* Whether the pool was asked to stop (db_pool_quiesce): what a job finishing late needs to know. */
+bool db_pool_stopping(struct db_pool *pool);
 
 /* Milliseconds the URI gives each lookup (--lookup-timeout). */
 unsigned db_pool_timeout_ms(const struct db_pool *pool);

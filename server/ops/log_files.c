@@ -5,7 +5,6 @@
  */
 #include "ops/log_files.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/log_file.h"
 
 /* The logs as they are named: NULL for stdout, stderr or off (nothing to open or reopen). */
 static const char *access_log_file(const struct config *config)
@@ -43,13 +43,10 @@ static bool may_create_beside(const char *path)
 
 static int check_file(const char *what, const char *target, char *error, size_t error_size)
 {
-	if (access(target, F_OK) == 0) {
-		if (access(target, W_OK) == 0)
-			return 0;
-	} else if (may_create_beside(target)) {
+	char reason[CONFIG_ERROR_MAX];
+	if (log_file_check(target, reason, sizeof(reason)) == 0)
 		return 0;
-	}
-	snprintf(error, error_size, "%s %s: %s", what, target, strerror(errno));
+	snprintf(error, error_size, "%s %s", what, reason);
 	return -1;
 }
 

@@ -23,11 +23,13 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/log_file.h"
 #include "config/config.h"
 #include "config/config_sources.h"
 #include "config/settings.h"
 #include "config/url_keys.h"
 #include "db/db_pool.h"
+#include "db/db_reach.h"
 #include "db/gridfs_spool.h"
 #include "media/media.h"
 #include "ops/descriptor_budget.h"
@@ -42,6 +44,10 @@
 
 #ifndef MUSICD_VERSION
 #define MUSICD_VERSION "dev"
+#endif
+/* The configuration file musicd reads without --config: the one make install puts in sysconfdir. */
+#ifndef MUSICD_CONFIG_FILE
+#error "MUSICD_CONFIG_FILE: the installed musicd.conf's path (the Makefile defines it)"
 #endif
 
 
@@ -218,6 +224,37 @@ static int check_url_keys(const struct config *config, const struct privileges *
 	return 0;
 }
 
+/*
+ * -t's answer, as nginx -t names the file it read: which configuration file
+ * was read (or why none was), and that the database was not contacted.
+ */
+static void print_check_answer(const struct config *config)
+{
+	if (config->config_file != NULL)
+		printf("configuration ok (read %s)\n", config->config_file);
+	else if (config->config_off)
+		printf("configuration ok (no configuration file: --config %s)\n", CONFIG_FILE_OFF);
+	else
+		printf("configuration ok (no configuration file: %s does not exist)\n",
+		       MUSICD_CONFIG_FILE);
+}
+
+/*
+ * -t --check-database: one server selection, as the lookups would make it
+ * (on this thread: -t serves nothing). 0 with the server named on stdout, or
+ * -1 with the reason.
+ */
+static int check_database(const struct config *config, char *error, size_t error_size)
+{
+	char server[CONFIG_ERROR_MAX];
+	mongoc_init();
+	int status = db_reach_check(config, server, sizeof(server), error, error_size);
+	mongoc_cleanup();
+	if (status == 0)
+		printf("database reached: %s\n", server);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct config config;
@@ -235,13 +272,13 @@ int main(int argc, char **argv)
 	 */
 	block_signals(&handled_signals);
 	config_init(&config);
-	if (config_load(&config, argc, argv, getenv("MONGODB_URI"), &action, error, sizeof(error)) <
-	    0) {
+	if (config_load(&config, argc, argv, getenv("MONGODB_URI"), MUSICD_CONFIG_FILE, &action,
+			error, sizeof(error)) < 0) {
 		status = run_failed(error);
 		goto out;
 	}
 	if (action == CONFIG_ACTION_HELP) {
-		config_print_usage(argv[0]);
+		config_print_usage(argv[0], MUSICD_CONFIG_FILE);
 		status = 0;
 		goto out;
 	}
@@ -255,6 +292,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level(config.log_level);
+	/*
+	 * The logs may be --user's files (or root's): it could not reopen them otherwise. A user
+	 * that does not exist is reported below, in its turn; until then only root's may be.
+	 */
+	if (config.user != NULL && privileges_resolve(config.user, "--user", &user, error,
+						      sizeof(error)) == 0)
+		log_file_set_owner(user.uid);
 	/* The error log first, so every start-up message lands in it (-t makes no file). */
 	if (action != CONFIG_ACTION_CHECK && log_open(config.error_log, error, sizeof(error)) < 0) {
 		status = run_failed(error);
@@ -297,8 +341,15 @@ int main(int argc, char **argv)
 		    db_pool_check_uri(&config, error, sizeof(error)) < 0) {
 			status = run_failed(error);
 		} else {
-			printf("configuration ok\n");
-			status = 0;
+			print_check_answer(&config);
+			if (!config.check_database) {
+				printf("database not contacted (--check-database reaches it)\n");
+				status = 0;
+			} else {
+				status = check_database(&config, error, sizeof(error)) < 0
+						 ? run_failed(error)
+						 : 0;
+			}
 		}
 		goto out_roots;
 	}

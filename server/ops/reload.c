@@ -6,8 +6,11 @@
  */
 #include "ops/reload.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "media/file_cache.h"
 #include "base/log.h"
@@ -72,8 +75,8 @@ static void reload_keys_only(const struct resources *resources)
 	const char *key_file = running->config.url_signing_key_file;
 	char error[CONFIG_ERROR_MAX];
 	if (key_file == NULL) {
-		log_warn("SIGHUP: musicd was started without --config, so there is no config file to "
-			 "re-read; settings unchanged");
+		log_warn("SIGHUP: musicd was started without a config file (--config off, or none "
+			 "installed), so there is no config file to re-read; settings unchanged");
 		return;
 	}
 	struct settings *next = settings_new(&running->config, running, error, sizeof(error));
@@ -82,7 +85,7 @@ static void reload_keys_only(const struct resources *resources)
 		return;
 	}
 	/* Said before apply, which gives running (and key_file with it) back. */
-	log_info("SIGHUP: no config file to re-read (started without --config); signed URLs: %zu "
+	log_info("SIGHUP: no config file to re-read (started without one); signed URLs: %zu "
 		 "key%s from %s",
 		 next->url_keys.count, next->url_keys.count == 1 ? "" : "s", key_file);
 	apply(resources, next);
@@ -100,9 +103,17 @@ void reload_run(struct reload *reload, const struct resources *resources)
 		reload_keys_only(resources);
 		return;
 	}
+	/*
+	 * The file read at start: --config's, or the installed one, which config_load would
+	 * pass over if it were gone (and the settings would fall back to the flags alone).
+	 */
+	if (access(path, F_OK) < 0 && errno == ENOENT) {
+		log_error("SIGHUP: config file %s: %s; settings unchanged", path, strerror(ENOENT));
+		return;
+	}
 	config_init(&loaded);
-	if (config_load(&loaded, reload->argc, reload->argv, getenv("MONGODB_URI"), &action, error,
-			sizeof(error)) < 0) {
+	if (config_load(&loaded, reload->argc, reload->argv, getenv("MONGODB_URI"), path, &action,
+			error, sizeof(error)) < 0) {
 		log_error("SIGHUP: %s; settings unchanged", error);
 		goto out;
 	}

@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "db/db_reach.h"
 #include "ops/log_files.h"
 #include "ops/notify.h"
 #include "ops/pid_file.h"
@@ -373,6 +374,9 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 	}
 	log_started(config, resources, descriptor_limit);
 	notify_started(config);
+	/* Says whether the database answers, once a pool thread knows; nothing waits for it. */
+	if (db_reach_at_start(resources->db) < 0)
+		log_warn("database: out of memory for the start-up check; nothing said until a lookup");
 
 	int signal_number =
 		run_until_stopped(resources, handled, reload, running.workers, running.started);

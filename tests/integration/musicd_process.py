@@ -23,6 +23,23 @@ STOP_TIMEOUT = 15.0    # from SIGTERM to exit (scaled)
 RUN_TIMEOUT = 10.0     # for runs expected to exit by themselves (--help, bad options)
 
 
+# Without --config, musicd reads the configuration make install put in place
+# (/usr/local/etc/musicd/musicd.conf for build/musicd): a machine with musicd installed would
+# change what the tests run. Every musicd the suite starts reads none unless its test names one.
+NO_CONFIG = ["--config", "off"]
+# What -t answers for such a musicd when all is well.
+CHECK_OK = ("configuration ok (no configuration file: --config off)\n"
+            "database not contacted (--check-database reaches it)\n")
+
+
+def without_installed_config(args):
+    """args, with --config off first unless they name a config file (or --config off), or this
+    build reads no installed configuration (an older musicd, run to compare)."""
+    if any(str(a).startswith("--config") for a in args) or not reads_installed_config():
+        return list(args)
+    return NO_CONFIG + list(args)
+
+
 def musicd_env(extra=None):
     """The environment for musicd: ours without MONGODB_URI, plus sanitizer options."""
     env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
@@ -42,7 +59,7 @@ class Musicd:
     """One musicd process."""
 
     def __init__(self, args, workdir, port, env=None, access_log=None, descriptor_limit=None):
-        self.args = [str(require_binary())] + [str(a) for a in args]
+        self.args = [str(require_binary())] + without_installed_config([str(a) for a in args])
         extra = own_metrics_listener(self.args)
         self.metrics_port = int(extra[1].rpartition(":")[2]) if extra else None
         self.args += extra
@@ -258,17 +275,27 @@ def own_metrics_listener(args):
     return ["--metrics-listen", f"127.0.0.1:{free_port()}"]
 
 
-_HELP_OPTIONS = {}
+_HELP_TEXT = {}
+
+
+def help_text():
+    """musicd's --help (asked once per binary)."""
+    key = str(MUSICD_BIN)
+    if key not in _HELP_TEXT:
+        p = subprocess.run([str(require_binary()), "--help"], capture_output=True, text=True,
+                           env=musicd_env(), timeout=scaled(RUN_TIMEOUT))
+        _HELP_TEXT[key] = p.stdout
+    return _HELP_TEXT[key]
 
 
 def supported_options():
-    """The long options musicd's --help lists (asked once per binary)."""
-    key = str(MUSICD_BIN)
-    if key not in _HELP_OPTIONS:
-        p = subprocess.run([str(require_binary()), "--help"], capture_output=True, text=True,
-                           env=musicd_env(), timeout=scaled(RUN_TIMEOUT))
-        _HELP_OPTIONS[key] = set(re.findall(r"--([a-z][a-z0-9-]*)", p.stdout))
-    return _HELP_OPTIONS[key]
+    """The long options musicd's --help lists."""
+    return set(re.findall(r"--([a-z][a-z0-9-]*)", help_text()))
+
+
+def reads_installed_config():
+    """Whether musicd reads an installed configuration file when given no --config."""
+    return "Without --config, musicd reads" in help_text()
 
 
 # Caches (a later issue) would keep serving what a file or document was a moment ago; tests of
@@ -357,7 +384,7 @@ class MusicdFactory:
         cmd = [str(a) for a in args]
         # first, so that it cannot change how the test's own arguments parse (a last option
         # without its value would take it as one)
-        cmd = [str(require_binary())] + own_metrics_listener(cmd) + cmd
+        cmd = [str(require_binary())] + own_metrics_listener(cmd) + without_installed_config(cmd)
         t0 = time.monotonic()
         p = subprocess.run(cmd, input=input, capture_output=True, env=musicd_env(env),
                            cwd=self.workdir, timeout=scaled(timeout),

@@ -2,6 +2,7 @@
 one message naming the problem, nothing served) and where settings come from."""
 
 import dataclasses
+import os
 import re
 import socket
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 import requests
 
 from assertions import assert_file_response
-from musicd_process import MusicdFactory, musicd_env, require_binary
+from musicd_process import CHECK_OK, MusicdFactory, musicd_env, require_binary
 from support import REPO, free_port, port_accepts, scaled
 
 TIMEOUT = scaled(10)
@@ -69,6 +70,42 @@ def test_unknown_option_exits_2_naming_it(musicd, mongo, db, library):
     port = free_port()
     result = musicd.run(valid_args(mongo, db, library, port) + ["--frobnicate"])
     assert_startup_error(result, "--frobnicate", port=port)
+
+
+@pytest.mark.parametrize("given, meant", [("--medai-root", "--media-root"),
+                                          ("--lookup-timout", "--lookup-timeout"),
+                                          ("--Workers", "--workers"),
+                                          ("--chek-config", "--check-config")])
+def test_a_mistyped_option_exits_2_naming_the_option_meant(offline_musicd, tmp_path, given,
+                                                          meant):
+    # (fails before: "unknown option '--medai-root' (see --help)")
+    port = free_port()
+    result = offline_musicd.run(offline_args(tmp_path, port) + [given, "1"])
+    assert result.returncode == 2, result
+    assert result.stderr == f"musicd: unknown option '{given}' (did you mean '{meant}'?)\n"
+    assert not port_accepts(port)
+
+
+@pytest.mark.parametrize("given", ["--frobnicate", "--port", "--x"])
+def test_an_option_near_none_gets_no_suggestion(offline_musicd, tmp_path, given):
+    result = offline_musicd.run(offline_args(tmp_path, free_port()) + [given, "1"])
+    assert result.returncode == 2, result
+    assert result.stderr == f"musicd: unknown option '{given}' (see --help)\n"
+
+
+def test_a_mistyped_setting_in_the_config_file_names_the_setting_meant(offline_musicd,
+                                                                       tmp_path):
+    conf = tmp_path / "musicd.conf"
+    conf.write_text("workers = 2\nmedai-root = /srv/music\nnonsense = 1\n")
+    port = free_port()
+    result = offline_musicd.run(offline_args(tmp_path, port) + ["--config", conf])
+    assert result.returncode == 2, result
+    assert result.stderr == (f"musicd: {conf}:2: unknown setting 'medai-root' (did you mean "
+                             "'media-root'?)\n")
+    conf.write_text("workers = 2\nnonsense = 1\n")
+    result = offline_musicd.run(offline_args(tmp_path, port) + ["--config", conf])
+    assert result.stderr == f"musicd: {conf}:2: unknown setting 'nonsense'\n", result
+    assert not port_accepts(port)
 
 
 def test_option_without_its_value_exits_2(musicd, mongo, db, library):
@@ -313,7 +350,7 @@ def test_connection_option_out_of_bounds_exits_2_naming_it(offline_musicd, tmp_p
 # has none or a described one. README's options table has a row per option whose default
 # column, backticks aside, is VALUE or NOTE, and empty when there is none.
 
-COMMAND_LINE_ONLY = {"config", "help", "version", "check-config", "sign-url",
+COMMAND_LINE_ONLY = {"config", "help", "version", "check-config", "check-database", "sign-url",
                      "url-lifetime"}  # never in a config file
 CONF_SETTING = re.compile(r"^(#?)([a-z][a-z0-9-]*)\s*=\s*(.*?)\s*$")
 HELP_LINE = re.compile(r"^  --(?P<name>[a-z][a-z0-9-]*)(?: (?P<value>\S+))?\s+(?P<help>.*)$")
@@ -512,9 +549,65 @@ def test_check_config_says_configuration_ok_and_exits_0(offline_musicd, tmp_path
     port = free_port()
     result = offline_musicd.run([flag] + check_config_args(tmp_path, port))
     assert result.returncode == 0, result
-    assert result.stdout == "configuration ok\n"
+    assert result.stdout == CHECK_OK
     assert result.stderr == ""
     assert not port_accepts(port)
+
+
+NOT_CONTACTED = "database not contacted (--check-database reaches it)\n"
+
+
+def installed_configuration():
+    """The file musicd reads without --config, as its --help names it."""
+    result = subprocess.run([str(require_binary()), "--help"], capture_output=True, text=True,
+                            env=musicd_env(), timeout=TIMEOUT)
+    found = re.search(r"^Without --config, musicd reads (\S+) if it exists\.$", result.stdout,
+                      re.MULTILINE)
+    assert found, result.stdout
+    return found[1]
+
+
+def test_check_config_names_the_file_it_read_or_why_it_read_none(offline_musicd, tmp_path):
+    # (fails before: "configuration ok", whichever file was read; and --config off was a file)
+    conf = tmp_path / "musicd.conf"
+    conf.write_text("workers = 2\n")
+    args = check_config_args(tmp_path, free_port())
+    read = offline_musicd.run(["-t", "--config", conf] + args)
+    assert read.stdout == f"configuration ok (read {conf})\n" + NOT_CONTACTED, read
+    none = offline_musicd.run(["-t", "--config", "off"] + args)
+    assert none.stdout == "configuration ok (no configuration file: --config off)\n" + \
+        NOT_CONTACTED, none
+    # Without --config, the installed file (build/musicd's: make install's default PREFIX).
+    installed = installed_configuration()
+    if os.path.exists(installed):
+        pytest.skip(f"{installed} exists: musicd is installed on this machine")
+    result = subprocess.run([str(require_binary()), "-t", *map(str, args)], capture_output=True,
+                            text=True, env=musicd_env(), timeout=TIMEOUT)
+    assert result.stdout == (f"configuration ok (no configuration file: {installed} does not "
+                             "exist)\n" + NOT_CONTACTED), result
+
+
+def test_check_database_says_when_no_server_can_be_selected(offline_musicd, tmp_path):
+    # (fails before: no such option; -t never tried the database)
+    dead = f"mongodb://127.0.0.1:{free_port()}/"
+    result = offline_musicd.run(["--check-database"] + check_config_args(tmp_path, free_port()) +
+                                ["--mongodb-uri", dead, "--lookup-timeout", "1500"])
+    assert result.returncode == 2, result
+    assert result.stdout == "configuration ok (no configuration file: --config off)\n", result
+    assert result.stderr.startswith("musicd: database: no server could be selected within "
+                                    "1500 ms ("), result
+    assert dead[len("mongodb://"):-1] in result.stderr, result
+
+
+def test_check_database_names_the_server_it_reached(offline_musicd, tmp_path, mongo):
+    result = offline_musicd.run(["-t", "--check-database"] +
+                                check_config_args(tmp_path, free_port()) +
+                                ["--mongodb-uri", mongo.uri])
+    assert result.returncode == 0, result
+    lines = result.stdout.splitlines()
+    assert lines[0] == "configuration ok (no configuration file: --config off)", result
+    assert re.fullmatch(r"database reached: \S+:\d+ \(\w+\)", lines[1]), result
+    assert len(lines) == 2 and result.stderr == "", result
 
 
 def test_check_config_neither_binds_nor_minds_a_port_in_use(offline_musicd, tmp_path):
@@ -576,7 +669,7 @@ def test_check_config_accepts_a_gridfs_cache_dir_it_may_write(offline_musicd, tm
     result = offline_musicd.run(["-t"] + check_config_args(tmp_path, free_port(),
                                                            "--gridfs-cache-dir", str(spool)))
     assert result.returncode == 0, result
-    assert result.stdout == "configuration ok\n"
+    assert result.stdout == CHECK_OK
     assert list(spool.iterdir()) == []  # the check makes nothing there
 
 
@@ -589,7 +682,9 @@ def test_check_config_reads_the_config_file_and_names_its_bad_line(offline_music
 
 
 def test_the_shipped_config_file_checks_ok_once_given_a_media_root(offline_musicd, tmp_path):
-    result = offline_musicd.run(["-t", "--config", str(REPO / "config" / "musicd.conf")] +
+    conf = REPO / "config" / "musicd.conf"
+    result = offline_musicd.run(["-t", "--config", str(conf)] +
                                 check_config_args(tmp_path, free_port()))
     assert result.returncode == 0, result
-    assert result.stdout == "configuration ok\n"
+    assert result.stdout == (f"configuration ok (read {conf})\n"
+                             "database not contacted (--check-database reaches it)\n")

@@ -2,6 +2,7 @@
 
 import email.utils
 import hashlib
+import re
 import threading
 import time
 
@@ -12,7 +13,7 @@ from bson import ObjectId
 import httpraw
 from assertions import assert_error, assert_file_response
 from media import Library, sha256_file
-from support import scaled, wait_until
+from support import free_port, scaled, wait_until
 
 # Each test bounds how long its answers may take: timed (conftest.py).
 pytestmark = pytest.mark.timing
@@ -126,3 +127,33 @@ def test_stalled_database_does_not_stall_downloads_in_flight(musicd, library, db
                       scaled(20), interval=0.25, message="200 once the database answers again")
     assert_file_response(resp, others[0].path)
     assert_error(requests.get(f"{server.url}/musicdb/{ObjectId()}/x.mp3", timeout=TIMEOUT), 404)
+
+
+# -- a database unreachable from the start: one warning, as soon as musicd knows ----------------
+# (fail before: musicd started without a word, and only each 503's own line said why.)
+UNREACHABLE_WARNING = "database: no server could be selected within"
+
+
+def test_an_unreachable_database_at_start_is_one_warning_and_the_start_does_not_wait(musicd,
+                                                                                      library):
+    dead = f"mongodb://127.0.0.1:{free_port()}/"  # nothing listens there
+    server = musicd.start(mongodb_uri=dead, extra_args=["--lookup-timeout", "3000"])
+    # Serving before the database is heard from: the loops do not wait for it.
+    assert_error(requests.get(server.url + "/musicdb/nothex/x.mp3", timeout=TIMEOUT), 400)
+    assert UNREACHABLE_WARNING not in server.stderr_text()
+    lines = server.wait_for_stderr(UNREACHABLE_WARNING, timeout=15)
+    assert "warn: " in lines[0] and "within 3000 ms" in lines[0], lines
+    assert "track requests get 503 until one can" in lines[0], lines
+    text = server.stderr_text()
+    assert text.index("listening on") < text.index(UNREACHABLE_WARNING), text
+    # Lookups failing afterwards say so each, but the warning is not repeated.
+    track = library.add(library.media.short, "short.mp3")
+    assert_error(requests.get(server.url + track.url_path, timeout=TIMEOUT), 503)
+    assert server.stderr_text().count(UNREACHABLE_WARNING) == 1, server.stderr_text()
+
+
+def test_a_reachable_database_at_start_is_named_and_not_warned_about(musicd, library):
+    server = musicd.start()
+    line = server.wait_for_stderr("database: reached ")[0]
+    assert re.search(r" info: database: reached \S+:\d+ \(\w+\)$", line), line
+    assert UNREACHABLE_WARNING not in server.stderr_text()

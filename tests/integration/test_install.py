@@ -8,13 +8,14 @@ a single groff warning while naming exactly the long options --help lists."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 import pytest
 
 from frontends import INCLUDE_LINE, block_on, readme_block_lines, vcl_compiles
 from musicd_process import musicd_env, require_binary
-from support import REPO
+from support import REPO, free_port, read_text, scaled, wait_until
 
 # Every `make install` writes build/install/ (the unit and man page rewritten for its PREFIX), so
 # no two of these tests may run at once: under xdist they share one worker.
@@ -133,8 +134,13 @@ def check_install(destdir, prefix, sysconfdir, *variables, unitdir=None, sbindir
     config = f"{sysconfdir}/musicd/musicd.conf"
     assert changed_lines((REPO / "config" / "musicd.conf").read_text(),
                          (etc / "musicd" / "musicd.conf").read_text()) == LAYOUT_LINES
-    assert (etc / "logrotate.d" / "musicd").read_bytes() == \
-        (REPO / "config" / "musicd.logrotate").read_bytes()
+    # The logrotate file signals only a process running the installed binary.
+    signal_line = ("\t\t\tstart-stop-daemon --stop --signal USR1 --pidfile /run/musicd/musicd.pid "
+                   "--exec {}")
+    assert changed_lines((REPO / "config" / "musicd.logrotate").read_text(),
+                         (etc / "logrotate.d" / "musicd").read_text()) == (
+        {} if installed_path == "/usr/sbin/musicd"
+        else {signal_line.format("/usr/sbin/musicd"): signal_line.format(installed_path)})
     examples = root / prefix.lstrip("/") / "share" / "doc" / "musicd" / "examples"
     for name in EXAMPLES:
         assert (examples / name).read_bytes() == (REPO / "config" / name).read_bytes(), name
@@ -237,6 +243,100 @@ def test_systemd_analyze_verify_of_the_installed_unit_can_fail(tmp_path):
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
                             env=dict(os.environ, MANPATH=str(prefix / "share" / "man")))
     assert verify.returncode != 0 and "musicd(8)" in verify.stderr, verify
+
+
+# -- the installed configuration, read without --config ------------------------------------------
+
+def adapt_installed_configuration(conf, tmp_path, port):
+    """The installed musicd.conf with the layout's lines pointed into tmp_path, as an operator
+    edits it (no user musicd, no /var/log/musicd here), listening on port; returns the media
+    root."""
+    media = tmp_path / "music"
+    media.mkdir(exist_ok=True)
+    edits = {"media-root = /var/lib/musicd/music": f"media-root = {media}",
+             "access-log = /var/log/musicd/access.log": f"access-log = {tmp_path}/access.log",
+             "error-log = /var/log/musicd/error.log": f"error-log = {tmp_path}/error.log",
+             "user = musicd": "#user = musicd",
+             "pid-file = /run/musicd/musicd.pid": "pid-file = off",
+             "listen = 127.0.0.1:23001": f"listen = 127.0.0.1:{port}",
+             "metrics-listen = 127.0.0.1:23002": "metrics-listen = off"}
+    text = conf.read_text()
+    for shipped, edited in edits.items():
+        assert f"\n{shipped}\n" in text, shipped
+        text = text.replace(f"\n{shipped}\n", f"\n{edited}\n")
+    # A database nothing answers on: musicd starts all the same.
+    conf.write_text(text + "mongodb-uri = mongodb://127.0.0.1:1/\n")
+    return media
+
+
+def run_installed(binary, *args):
+    return subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT, env=musicd_env())
+
+
+NOT_CONTACTED = "database not contacted (--check-database reaches it)\n"
+
+
+@pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
+def test_the_installed_musicd_reads_the_installed_configuration_without_config(tmp_path):
+    """(fails before: without --config musicd read no file, and -t said "no media root")"""
+    prefix = tmp_path / "prefix"
+    make("-s", "install", f"PREFIX={prefix}")
+    binary = prefix / "sbin" / "musicd"
+    conf = prefix / "etc" / "musicd" / "musicd.conf"
+    adapt_installed_configuration(conf, tmp_path, 1)
+    help_text = run_installed(binary, "--help").stdout
+    assert f"Without --config, musicd reads {conf} if it exists." in help_text, help_text
+
+    check = run_installed(binary, "-t")
+    assert (check.returncode, check.stdout) == (0, f"configuration ok (read {conf})\n" +
+                                                NOT_CONTACTED), check
+    # --config off reads none, so the media root is missing; --config FILE reads FILE.
+    off = run_installed(binary, "-t", "--config", "off")
+    assert off.returncode == 2 and "no media root" in off.stderr, off
+    other = tmp_path / "other.conf"
+    other.write_text(f"media-root = {tmp_path}\n")
+    given = run_installed(binary, "-t", "--config", other)
+    assert given.stdout == f"configuration ok (read {other})\n" + NOT_CONTACTED, given
+    # Without the installed file, musicd runs on its flags and says where it looked.
+    conf.unlink()
+    missing = run_installed(binary, "-t", "--media-root", tmp_path)
+    assert missing.stdout == (f"configuration ok (no configuration file: {conf} does not "
+                              "exist)\n" + NOT_CONTACTED), missing
+    make("-s", "uninstall", f"PREFIX={prefix}")
+    assert files_under(prefix) == {}
+
+
+@pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
+def test_sighup_re_reads_the_installed_configuration_musicd_started_with(tmp_path):
+    prefix = tmp_path / "prefix"
+    make("-s", "install", f"PREFIX={prefix}")
+    conf = prefix / "etc" / "musicd" / "musicd.conf"
+    port = free_port()
+    adapt_installed_configuration(conf, tmp_path, port)
+    error_log = tmp_path / "error.log"
+    proc = subprocess.Popen([str(prefix / "sbin" / "musicd")], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=musicd_env())
+    try:
+        def logged(text):
+            return wait_until(lambda: [line for line in read_text(error_log).splitlines()
+                                       if text in line], scaled(10), message=repr(text))
+        logged(f"listening on 127.0.0.1:{port}")
+        conf.write_text(conf.read_text().replace("\ncache-control = public, max-age=86400\n",
+                                                 "\ncache-control = public, max-age=60\n"))
+        proc.send_signal(signal.SIGHUP)
+        assert logged(f"SIGHUP: settings reloaded from {conf}")[0].endswith(
+            "changed cache-control")
+        # The file it started with is the one it reads: gone, nothing changes.
+        conf.rename(tmp_path / "moved.conf")
+        proc.send_signal(signal.SIGHUP)
+        logged(f"SIGHUP: config file {conf}: No such file or directory; settings unchanged")
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(scaled(20)) == 0
+    make("-s", "uninstall", f"PREFIX={prefix}")
 
 
 @pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is

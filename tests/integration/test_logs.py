@@ -17,6 +17,7 @@ import time
 import pytest
 import requests
 
+from musicd_process import CHECK_OK, MUSICD_BIN
 from support import REPO, scaled, wait_until
 from test_operation import COMBINED, parse_access_line
 
@@ -79,7 +80,7 @@ def test_error_log_off_or_dash_is_refused_rather_than_made_a_file(musicd, tmp_pa
 def test_check_config_checks_the_error_log_without_making_it(musicd, tmp_path):
     args = ["--media-root", tmp_path, "--mongodb-uri", "mongodb://127.0.0.1:1/", "-t"]
     ok = musicd.run(args + ["--error-log", tmp_path / "error.log"])
-    assert ok.returncode == 0 and ok.stdout == "configuration ok\n", ok
+    assert ok.returncode == 0 and ok.stdout == CHECK_OK, ok
     assert not (tmp_path / "error.log").exists()
     bad = musicd.run(args + ["--error-log", tmp_path / "missing" / "error.log"])
     assert bad.returncode == 2 and "error log" in bad.stderr, bad
@@ -114,7 +115,8 @@ def test_a_log_that_cannot_be_reopened_keeps_its_old_file(musicd, library, tmp_p
 
     server.send_signal(signal.SIGUSR1)
     failure = wait_for_line(error_log, "SIGUSR1: access log")
-    assert "Is a directory" in failure[0] and "still writing to the file it had" in failure[0]
+    assert "is a directory; a log must be a regular file" in failure[0]
+    assert "still writing to the file it had" in failure[0]
     assert not [line for line in lines_of(error_log) if "logs reopened" in line]
     assert requests.get(server.url + track.url_path + "?kept", timeout=TIMEOUT).ok
     wait_for_line(rotated, "?kept")
@@ -212,12 +214,14 @@ def test_rotating_under_load_loses_doubles_and_splits_no_line(musicd, library, t
 
 # -- config/musicd.logrotate, run by logrotate ---------------------------------------------------
 def logrotate_config_for(tmp_path, logs, pid_file):
-    """The shipped file with its logs in logs/, its pid file pid_file, rotating as the user running
-    the test, and its postrotate taking the branch for a machine without systemd."""
+    """The shipped file with its logs in logs/, its pid file pid_file, the binary under test as
+    the one it signals, rotating as the user running the test, and its postrotate taking the
+    branch for a machine without systemd."""
     text = (REPO / "config" / "musicd.logrotate").read_text()
     user = pwd.getpwuid(os.getuid()).pw_name
     group = grp.getgrgid(os.getgid()).gr_name
     for shipped, here in [("/var/log/musicd/", f"{logs}/"), ("/run/musicd/musicd.pid", pid_file),
+                          ("--exec /usr/sbin/musicd\n", f"--exec {MUSICD_BIN}\n"),
                           ("su musicd adm", f"su {user} {group}"),
                           ("[ -d /run/systemd/system ]", f"[ -d {tmp_path}/no-systemd ]")]:
         assert shipped in text, shipped
@@ -265,6 +269,28 @@ def test_shipped_logrotate_file_reports_a_musicd_it_cannot_signal(tmp_path):
     pid_file.write_text(f"{gone.pid}\n")
     result = logrotate(tmp_path, logrotate_config_for(tmp_path, logs, pid_file))
     assert result.returncode != 0 and "postrotate" in result.stderr, result
+    assert lines_of(logs / "access.log.1") == ["a line"]
+
+
+def test_shipped_logrotate_file_signals_no_process_but_musicd(tmp_path):
+    """A pid file naming another process (stale, its pid reused, or written by musicd's user to
+    make root signal something else): that process is not signalled, and logrotate says the
+    script failed. (fails before: kill -USR1 "$(cat ...)" as root killed the sleep.)"""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "access.log").write_text("a line\n")
+    other = subprocess.Popen(["sleep", "60"])  # SIGUSR1 would end it
+    try:
+        pid_file = tmp_path / "musicd.pid"
+        pid_file.write_text(f"{other.pid}\n")
+        result = logrotate(tmp_path, logrotate_config_for(tmp_path, logs, pid_file))
+        assert result.returncode != 0 and "postrotate" in result.stderr, result
+        assert f"No {MUSICD_BIN} found running" in result.stdout + result.stderr, result
+        time.sleep(0.2)  # a signal sent would have ended it by now
+        assert other.poll() is None, f"the other process got a signal: {other.returncode}"
+    finally:
+        other.kill()
+        other.wait()
     assert lines_of(logs / "access.log.1") == ["a line"]
 
 

@@ -13,8 +13,9 @@ import subprocess
 
 import pytest
 
+from musicd_process import musicd_env
 from support import REPO
-from test_install import EXAMPLES
+from test_install import EXAMPLES, adapt_installed_configuration
 
 pytestmark = [pytest.mark.skipif(
     not (shutil.which("dpkg-buildpackage") and shutil.which("dh") and shutil.which("lintian")),
@@ -180,6 +181,33 @@ def test_the_unit_and_configuration_are_the_installed_layout(package):
     logrotate = (root / "etc" / "logrotate.d" / "musicd").read_text()
     assert logrotate == (REPO / "config" / "musicd.logrotate").read_text()
     assert "/var/log/musicd/access.log /var/log/musicd/error.log {" in logrotate
+
+
+def test_the_packaged_musicd_checks_the_installed_configuration_given_no_option(package,
+                                                                                 tmp_path):
+    """`musicd -t` as an operator types it after installing the package reads
+    /etc/musicd/musicd.conf. (fails before: it read no file and said "no media root".) It runs
+    in a mount namespace of its own whose /etc is an overlay holding the packaged configuration,
+    adapted to this machine as an operator would (test_install.py), so the machine's /etc is
+    left alone."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) for a mount namespace")
+    root = package.extracted()
+    upper, work = tmp_path / "etc", tmp_path / "work"
+    (upper / "musicd").mkdir(parents=True)
+    work.mkdir()
+    conf = upper / "musicd" / "musicd.conf"
+    shutil.copy(root / "etc" / "musicd" / "musicd.conf", conf)
+    adapt_installed_configuration(conf, tmp_path, 1)
+    overlay = f"lowerdir=/etc,upperdir={upper},workdir={work}"
+    result = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         f'mount -t overlay overlay -o "$1" /etc && exec "$2" -t', "sh", overlay,
+         str(root / "usr" / "sbin" / "musicd")],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT, env=musicd_env())
+    assert (result.returncode, result.stdout) == (
+        0, "configuration ok (read /etc/musicd/musicd.conf)\n"
+           "database not contacted (--check-database reaches it)\n"), result
 
 
 def needed_libraries(binary):

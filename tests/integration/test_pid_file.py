@@ -8,6 +8,7 @@ import stat
 
 import requests
 
+from musicd_process import CHECK_OK
 from support import free_port, port_accepts, scaled, wait_until
 
 TIMEOUT = scaled(10)
@@ -84,7 +85,7 @@ def test_check_config_reports_a_pid_file_it_could_not_write_and_makes_none(music
         f"{missing.parent}" in result.stderr, result
     writable = tmp_path / "musicd.pid"
     result = musicd.run(offline_args(tmp_path, free_port()) + ["--pid-file", writable, "-t"])
-    assert (result.returncode, result.stdout) == (0, "configuration ok\n"), result
+    assert (result.returncode, result.stdout) == (0, CHECK_OK), result
     assert not writable.exists()
 
 

@@ -17,7 +17,7 @@ import requests
 
 from assertions import assert_file_response
 from media import Library
-from musicd_process import musicd_env, own_metrics_listener, require_binary
+from musicd_process import CHECK_OK, musicd_env, own_metrics_listener, require_binary
 from support import free_port, port_accepts, scaled, wait_until
 
 TIMEOUT = scaled(10)
@@ -215,7 +215,7 @@ def test_check_config_accepts_a_spool_the_user_can_write_and_stays_root(musicd, 
     result = musicd.run(offline_args(open_dir, free_port()) +
                         ["--user", USER, "--gridfs-cache-dir", str(spool), "-t"])
     assert result.returncode == 0, result
-    assert result.stdout == "configuration ok\n"
+    assert result.stdout == CHECK_OK
     assert list(spool.iterdir()) == []
 
 
@@ -228,3 +228,173 @@ def test_start_up_refuses_a_spool_the_user_cannot_write(musicd, open_dir):
     assert (f"musicd: gridfs-cache-dir {spool}: cannot create files in it (Permission denied)"
             in result.stderr), result
     assert not port_accepts(port)
+
+
+# -- the logs, opened as root before the drop: nothing the user plants makes root write elsewhere --
+# (fail before: root followed a link or a second name to the file behind it, appended to a file of
+# another user's, and waited forever for a FIFO's reader; new logs were 0644.)
+# musicd runs as root with --user nobody and its logs in a directory nobody owns. The "secret" is
+# root's, outside that directory, and world-writable, so that musicd writing to it after the drop
+# (as nobody, on SIGUSR1 or SIGHUP) would show too.
+SECRET = "untouched\n"
+
+
+def secret_in(open_dir):
+    secret = open_dir / "secret"
+    secret.write_text(SECRET)
+    secret.chmod(0o666)
+    return secret
+
+
+# Each plants name in logs/ as the user could, and returns the file musicd must leave untouched.
+def plant_symlink(logs, name, secret):
+    (logs / name).symlink_to(secret)
+    return secret
+
+
+def plant_hard_link(logs, name, secret):
+    # The user could make it with fs.protected_hardlinks=0; root plants it here.
+    os.link(secret, logs / name)
+    return secret
+
+
+def plant_file_of_another_user(logs, name, secret):
+    (logs / name).write_text(SECRET)
+    (logs / name).chmod(0o666)
+    os.chown(logs / name, pwd.getpwnam("daemon").pw_uid, -1)
+    return logs / name
+
+
+def plant_fifo(logs, name, secret):
+    os.mkfifo(logs / name, 0o666)  # nothing reads it: nothing can be written to it
+    return secret
+
+
+def plant_link_on_the_way(logs, name, secret):
+    """logs/sub becomes a link to a directory of root's where the log's own name is a regular
+    file of root's with one name."""
+    elsewhere = secret.parent / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    target = elsewhere / pathlib.Path(name).name
+    target.write_text(SECRET)
+    target.chmod(0o666)
+    sub = logs / "sub"
+    if sub.exists():
+        sub.rename(logs / "sub.old")
+    sub.symlink_to(elsewhere)
+    return target
+
+
+ATTACKS = {  # how the user plants it, where the log lies (in logs/), what musicd says
+    "symlink": (plant_symlink, "", "is a symbolic link; a log must be a regular file"),
+    "hard-link": (plant_hard_link, "", "has 2 names (hard links); a log must have one"),
+    "another-users-file": (plant_file_of_another_user, "",
+                           "is owned by uid 1; a log must be root's or the user's musicd runs as "
+                           f"(uid {pwd.getpwnam(USER).pw_uid})"),
+    "fifo": (plant_fifo, "", "is a FIFO; a log must be a regular file"),
+    "symlink-on-the-way": (plant_link_on_the_way, "sub/",
+                           "sub is a symbolic link in a directory that others than root may "
+                           "write (give a path without it)"),
+}
+
+
+def logs_with_a_subdirectory(open_dir):
+    """The user's log directory, with a directory of the user's in it (logs/sub)."""
+    logs = user_logs(open_dir)
+    (logs / "sub").mkdir()
+    os.chown(logs / "sub", pwd.getpwnam(USER).pw_uid, -1)
+    return logs
+
+
+def user_args(user_library, logs, access_log):
+    return ["--media-root", user_library.root, "--access-log", access_log,
+            "--error-log", logs / "error.log", "--user", USER]
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize("log", ["access", "error"])
+def test_a_log_planted_by_the_user_is_refused_at_start(musicd, mongo, db, user_library,
+                                                       open_dir, attack, log):
+    plant, where, reason = ATTACKS[attack]
+    logs = logs_with_a_subdirectory(open_dir)
+    untouched = plant(logs, f"{where}{log}.log", secret_in(open_dir))
+    target = logs / f"{where}{log}.log"
+    args = user_args(user_library, logs, logs / "access-ok.log")
+    args[args.index("--access-log" if log == "access" else "--error-log") + 1] = target
+    port = free_port()
+    result = musicd.run(["--listen", f"127.0.0.1:{port}", "--mongodb-uri", mongo.uri,
+                         "--database", db.name, *args])
+    assert result.returncode == 2, result
+    assert f"musicd: {log} log {target}: {reason}" in result.stderr, result
+    assert not port_accepts(port)
+    assert untouched.read_text() == SECRET
+    # -t says the same, as root, before anything is opened.
+    check = musicd.run(["--mongodb-uri", mongo.uri, *args, "-t"])
+    assert check.returncode == 2 and f"{log} log {target}: {reason}" in check.stderr, check
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_a_log_planted_by_the_user_is_refused_at_reopen_and_the_old_file_kept(
+        musicd, user_library, open_dir, attack):
+    plant, where, reason = ATTACKS[attack]
+    track = user_library.add(user_library.media.short, "short.mp3")
+    logs = logs_with_a_subdirectory(open_dir)
+    access_log = logs / f"{where}access.log"
+    server = musicd.start(media_roots=[user_library.root], access_log=access_log,
+                          extra_args=["--error-log", logs / "error.log", "--user", USER])
+    # logrotate renames the log; the user plants something in its place.
+    access_log.rename(logs / "rotated.log")
+    untouched = plant(logs, f"{where}access.log", secret_in(open_dir))
+
+    server.send_signal(signal.SIGUSR1)
+    refusal = wait_until(lambda: [line for line in lines_of(logs / "error.log")
+                                  if "SIGUSR1: access log" in line], TIMEOUT,
+                         message="the refusal in the error log")
+    assert f"access log {access_log}: {reason}; still writing to the file it had" in \
+        refusal[0], refusal
+    assert requests.get(server.url + track.url_path + "?kept", timeout=TIMEOUT).ok
+    wait_until(lambda: [line for line in lines_of(logs / "rotated.log") if "?kept" in line],
+               TIMEOUT, message="the request in the file it had")
+    assert untouched.read_text() == SECRET
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_a_log_planted_by_the_user_is_refused_at_reload_and_the_settings_kept(
+        musicd, mongo, db, user_library, open_dir, attack):
+    plant, where, reason = ATTACKS[attack]
+    track = user_library.add(user_library.media.short, "short.mp3")
+    logs = logs_with_a_subdirectory(open_dir)
+    conf = open_dir / "musicd.conf"
+    port = free_port()
+    settings = (f"listen = 127.0.0.1:{port}\nmongodb-uri = {mongo.uri}\ndatabase = {db.name}\n"
+                f"media-root = {user_library.root}\nerror-log = {logs / 'error.log'}\n"
+                f"user = {USER}\n")
+    conf.write_text(settings + f"access-log = {logs / 'access.log'}\n")
+    conf.chmod(0o644)
+    server = musicd.start(base_args=False, port=port, extra_args=["--config", conf])
+    planted = logs / f"{where}new.log"
+    untouched = plant(logs, f"{where}new.log", secret_in(open_dir))
+    conf.write_text(settings + f"access-log = {planted}\n")
+
+    server.send_signal(signal.SIGHUP)
+    refusal = wait_until(lambda: [line for line in lines_of(logs / "error.log")
+                                  if "SIGHUP: access log" in line], TIMEOUT,
+                         message="the refusal in the error log")
+    assert f"access log {planted}: {reason}; settings unchanged" in refusal[0], refusal
+    assert requests.get(server.url + track.url_path + "?kept", timeout=TIMEOUT).ok
+    wait_until(lambda: [line for line in lines_of(logs / "access.log") if "?kept" in line],
+               TIMEOUT, message="the request in the access log it had")
+    assert untouched.read_text() == SECRET
+
+
+def test_logs_made_before_the_drop_are_0640(musicd, user_library, open_dir):
+    # (fails before: 0644, readable by every user of the machine)
+    logs = user_logs(open_dir)
+    old_mask = os.umask(0)
+    try:
+        start_as(musicd, user_library, logs, USER)
+    finally:
+        os.umask(old_mask)
+    for name in ("access.log", "error.log"):
+        assert oct(os.stat(logs / name).st_mode & 0o777) == "0o640", name
+        assert os.stat(logs / name).st_uid == 0

@@ -26,6 +26,7 @@ import httpraw
 from assertions import assert_error, assert_file_response
 from edgeauth import (EXAMPLE_KEY, NpmEdgeAuth, new_key, python_token, track_acl,
                       write_key_file)
+from musicd_process import CHECK_OK
 from support import REPO, scaled, wait_until
 from test_metrics import scrape
 from test_reload import Reloadable, base_settings
@@ -429,7 +430,7 @@ def test_a_good_key_file_passes_check(musicd, tmp_path, library, key):
     result = musicd.run(["--media-root", library.root, "--url-signing-key-file",
                          tmp_path / "url-signing.keys", "-t"])
     assert result.returncode == 0, result
-    assert result.stdout == "configuration ok\n"
+    assert result.stdout == CHECK_OK
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="checking as --user needs root")

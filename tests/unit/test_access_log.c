@@ -313,8 +313,9 @@ static void test_open_of_an_unwritable_path_fails_with_a_message(void **state)
 	const char *path = "/nonexistent-musicd-dir/access.log";
 	struct access_log *log = access_log_open(path, error, sizeof(error));
 	assert_null(log);
+	/* The component that is missing is named. */
 	assert_string_equal(error, "access log /nonexistent-musicd-dir/access.log: "
-				   "No such file or directory");
+				   "nonexistent-musicd-dir: No such file or directory");
 }
 
 static void test_write_to_a_null_log_does_nothing(void **state)

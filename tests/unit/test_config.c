@@ -105,14 +105,26 @@ static char *write_config_file(struct fixture *f, const char *text)
 /* argv for config_load: the program name, the given arguments, then NULL. */
 #define ARGV(...) ((char *[]){"musicd", ##__VA_ARGS__, NULL})
 
-static int load(struct fixture *f, const char *env_mongodb_uri, char **argv)
+/* config_load with installed as the installed configuration (NULL: none). */
+static int load_with(struct fixture *f, const char *env_mongodb_uri, const char *installed,
+		     char **argv)
 {
 	int argc = 0;
 	while (argv[argc] != NULL)
 		argc++;
 	f->action = (enum config_action)-1;
-	return config_load(&f->config, argc, argv, env_mongodb_uri, &f->action, f->error,
-			   sizeof(f->error));
+	return config_load(&f->config, argc, argv, env_mongodb_uri, installed, &f->action,
+			   f->error, sizeof(f->error));
+}
+
+static int load_installed(struct fixture *f, const char *installed, char **argv)
+{
+	return load_with(f, NULL, installed, argv);
+}
+
+static int load(struct fixture *f, const char *env_mongodb_uri, char **argv)
+{
+	return load_with(f, env_mongodb_uri, NULL, argv);
 }
 
 static void assert_load_fails_with(struct fixture *f, char **argv, const char *message)
@@ -231,8 +243,13 @@ static void test_set_unknown_setting_fails_naming_it(void **state)
 {
 	struct fixture *f = *state;
 	assert_set_fails_with(f, "nope", "1", "unknown setting 'nope'");
-	assert_set_fails_with(f, "--workers", "1", "unknown setting '--workers'");
-	assert_set_fails_with(f, "Workers", "1", "unknown setting 'Workers'");
+	/* Names are exact; one near a setting is named with it. */
+	assert_set_fails_with(f, "--workers", "1",
+			      "unknown setting '--workers' (did you mean 'workers'?)");
+	assert_set_fails_with(f, "Workers", "1",
+			      "unknown setting 'Workers' (did you mean 'workers'?)");
+	assert_set_fails_with(f, "medai-root", "/music",
+			      "unknown setting 'medai-root' (did you mean 'media-root'?)");
 }
 
 /* config_set: bounded numbers */
@@ -762,6 +779,9 @@ static void test_text_unknown_setting_fails(void **state)
 {
 	struct fixture *f = *state;
 	assert_parse_fails_with(f, "workers = 2\nnope = 1\n", SOURCE ":2: unknown setting 'nope'");
+	assert_parse_fails_with(f, "lookup-timout = 10\n",
+				SOURCE ":1: unknown setting 'lookup-timout' (did you mean "
+				       "'lookup-timeout'?)");
 }
 
 static void test_text_line_without_equals_fails(void **state)
@@ -1211,6 +1231,13 @@ static void test_load_unknown_option_fails(void **state)
 	assert_load_fails_with(f, ARGV("--media-root", "/music", "--nope", "1"),
 			       "unknown option '--nope' (see --help)");
 	assert_load_fails_with(f, ARGV("--nope=1"), "unknown option '--nope' (see --help)");
+	assert_load_fails_with(f, ARGV("--medai-root", "/music"),
+			       "unknown option '--medai-root' (did you mean '--media-root'?)");
+	/* The words outside the table are suggested too. */
+	assert_load_fails_with(f, ARGV("--check-confg"),
+			       "unknown option '--check-confg' (did you mean '--check-config'?)");
+	assert_load_fails_with(f, ARGV("--sign-ulr", "x"),
+			       "unknown option '--sign-ulr' (did you mean '--sign-url'?)");
 }
 
 static void test_load_argument_without_dashes_fails(void **state)
@@ -1237,6 +1264,61 @@ static void test_load_bad_flag_value_fails_naming_the_flag(void **state)
 	assert_load_fails_with(f, ARGV("--media-root", "/music", "--listen=nowhere"),
 			       "--listen: 'nowhere' is not ADDR:PORT (IPv6 as [ADDR]:PORT, port "
 			       "1-65535)");
+}
+
+static void test_load_reads_the_installed_file_without_config(void **state)
+{
+	struct fixture *f = *state;
+	char *installed = write_config_file(f, "media-root = /installed\nworkers = 3\n");
+	assert_int_equal(load_installed(f, installed, ARGV("--workers", "2")), 0);
+	assert_string_equal(f->config.media_roots[0], "/installed");
+	assert_int_equal(f->config.workers, 2); /* flags override it, as they do --config's */
+	assert_string_equal(f->config.config_file, installed);
+}
+
+static void test_load_reads_nothing_when_the_installed_file_is_missing(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(load_installed(f, "/nonexistent-musicd-dir/musicd.conf",
+					ARGV("--media-root", "/music")),
+			 0);
+	assert_null(f->config.config_file);
+	assert_false(f->config.config_off);
+}
+
+static void test_load_reports_an_installed_file_it_cannot_read(void **state)
+{
+	struct fixture *f = *state;
+	/* A directory where the file should be: it exists, so it is read, and fails. */
+	assert_int_equal(load_installed(f, "/tmp", ARGV("--media-root", "/music")), -1);
+	assert_non_null(strstr(f->error, "config file /tmp"));
+}
+
+static void test_load_config_off_reads_no_file_not_even_the_installed_one(void **state)
+{
+	struct fixture *f = *state;
+	char *installed = write_config_file(f, "media-root = /installed\n");
+	assert_int_equal(load_installed(f, installed, ARGV("--config", "off", "--media-root", "/m")),
+			 0);
+	assert_string_equal(f->config.media_roots[0], "/m");
+	assert_int_equal(f->config.media_root_count, 1);
+	assert_null(f->config.config_file);
+	assert_true(f->config.config_off);
+	config_free(&f->config);
+	config_init(&f->config);
+	assert_int_equal(load_installed(f, installed, ARGV("--config=off")), -1);
+	assert_string_equal(f->error, NO_MEDIA_ROOT_MESSAGE);
+}
+
+static void test_load_config_names_the_file_instead_of_the_installed_one(void **state)
+{
+	struct fixture *f = *state;
+	char *given = write_config_file(f, "media-root = /given\n");
+	assert_int_equal(load_installed(f, "/nonexistent-musicd-dir/musicd.conf",
+					ARGV("--config", given)),
+			 0);
+	assert_string_equal(f->config.media_roots[0], "/given");
+	assert_string_equal(f->config.config_file, given);
 }
 
 static void test_load_bad_file_line_fails_naming_file_and_line(void **state)
@@ -1631,6 +1713,11 @@ int main(void)
 		TEST(test_load_argument_without_dashes_fails),
 		TEST(test_load_option_missing_its_value_fails),
 		TEST(test_load_bad_flag_value_fails_naming_the_flag),
+		TEST(test_load_reads_the_installed_file_without_config),
+		TEST(test_load_reads_nothing_when_the_installed_file_is_missing),
+		TEST(test_load_reports_an_installed_file_it_cannot_read),
+		TEST(test_load_config_off_reads_no_file_not_even_the_installed_one),
+		TEST(test_load_config_names_the_file_instead_of_the_installed_one),
 		TEST(test_load_bad_file_line_fails_naming_file_and_line),
 		TEST(test_load_missing_config_file_fails),
 		TEST(test_load_help_asks_for_help),

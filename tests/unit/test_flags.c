@@ -57,15 +57,23 @@ struct result {
 	char error[256];
 };
 
-/* Reads the flag at argv[1]. */
-static struct result read_at_one(int argc, char **argv)
+/* The table's names, for the suggestions. */
+static const char *name_at(size_t index)
+{
+	return index < sizeof(table) / sizeof(table[0]) ? table[index].name : NULL;
+}
+
+/* Reads the flag at argv[1], with names (NULL: no suggestions). */
+static struct result read_at_one(int argc, char **argv, nearest_name_at *names)
 {
 	struct result r = {.index = 1};
-	r.status = flags_read(argc, argv, &r.index, lookup, &r.flag, r.error, sizeof(r.error));
+	r.status = flags_read(argc, argv, &r.index, lookup, names, &r.flag, r.error,
+			      sizeof(r.error));
 	return r;
 }
 
-#define READ(...) read_at_one(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+#define READ(...) read_at_one(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), NULL)
+#define READ_SUGGESTING(...) read_at_one(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), name_at)
 
 /* Read: the option, its value (NULL: bare) and where reading stopped. */
 static void assert_read(struct result r, const void *option, const char *value, int index)
@@ -159,6 +167,21 @@ static void test_names_match_whole_not_by_prefix(void **state)
 	assert_true(flags_name_is("", 0, ""));
 }
 
+static void test_an_unknown_name_near_a_known_one_is_refused_naming_it(void **state)
+{
+	(void)state;
+	assert_refused(READ_SUGGESTING("--jbos", "3"),
+		       "unknown option '--jbos' (did you mean '--jobs'?)");
+	assert_refused(READ_SUGGESTING("--JOBS=3"),
+		       "unknown option '--JOBS' (did you mean '--jobs'?)");
+	assert_refused(READ_SUGGESTING("--x_sendfile"),
+		       "unknown option '--x_sendfile' (did you mean '--x-sendfile'?)");
+	assert_refused(READ_SUGGESTING("--hsh"), "unknown option '--hsh' (did you mean '--hash'?)");
+	/* Nothing near: the usual pointer to --help. */
+	assert_refused(READ_SUGGESTING("--nope"), "unknown option '--nope' (see --help)");
+	assert_refused(READ_SUGGESTING("--"), "unknown option '--' (see --help)");
+}
+
 static void test_an_argument_not_starting_with_two_dashes_is_refused(void **state)
 {
 	(void)state;
@@ -175,7 +198,7 @@ static void test_a_message_longer_than_the_buffer_is_cut_within_it(void **state)
 	memset(arg, 'a', sizeof(arg) - 1);
 	arg[0] = arg[1] = '-';
 	arg[sizeof(arg) - 1] = '\0';
-	struct result r = read_at_one(2, (char *[]){"prog", arg, NULL});
+	struct result r = read_at_one(2, (char *[]){"prog", arg, NULL}, name_at);
 	assert_int_equal(r.status, -1);
 	/* The message is cut to the buffer, never written past it. */
 	assert_int_equal(strlen(r.error), sizeof(r.error) - 1);
@@ -192,7 +215,8 @@ static void test_reading_resumes_where_it_stopped(void **state)
 	char error[128];
 	for (int i = 1; i < argc && count < 4;) {
 		struct flags_flag flag;
-		assert_int_equal(flags_read(argc, argv, &i, lookup, &flag, error, sizeof(error)), 0);
+		assert_int_equal(
+			flags_read(argc, argv, &i, lookup, name_at, &flag, error, sizeof(error)), 0);
 		seen[count++] = flag.option;
 	}
 	assert_int_equal(count, 4);
@@ -215,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_a_missing_value_is_refused),
 		cmocka_unit_test(test_an_unknown_name_is_refused_without_its_value),
 		cmocka_unit_test(test_names_match_whole_not_by_prefix),
+		cmocka_unit_test(test_an_unknown_name_near_a_known_one_is_refused_naming_it),
 		cmocka_unit_test(test_an_argument_not_starting_with_two_dashes_is_refused),
 		cmocka_unit_test(test_a_message_longer_than_the_buffer_is_cut_within_it),
 		cmocka_unit_test(test_reading_resumes_where_it_stopped),

@@ -149,6 +149,8 @@ static void test_usage_errors(void **state)
 {
 	struct fixture *f = *state;
 	assert_refused(f, LOAD(f, NULL, "--frob", "/m"), "unknown option '--frob' (see --help)");
+	assert_refused(f, LOAD(f, NULL, "--dry-rn", "/m"),
+		       "unknown option '--dry-rn' (did you mean '--dry-run'?)");
 	assert_refused(f, LOAD(f, NULL, "-x", "/m"), "unknown option '-x' (see --help)");
 	assert_refused(f, LOAD(f, NULL, "--jobs", "0", "/m"),
 		       "--jobs: '0' is not a number from 1 to 256");

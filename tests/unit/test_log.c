@@ -1,7 +1,7 @@
 /*
  * Unit tests for server/base/log.h: log_level_parse knows "debug", "info", "warn"
- * and "error", and rejects anything else; log_file_reopen puts a renamed
- * file's successor under the same descriptor.
+ * and "error", and rejects anything else; log_escape keeps every line one line.
+ * (Opening the log files: test_log_file.c.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -143,65 +143,6 @@ static void test_escape_into_an_empty_buffer_writes_nothing(void **state)
 	assert_int_equal(out[0], 'x');
 }
 
-/* The file's whole content (at most 255 bytes), for comparison. */
-static void assert_file_holds(const char *path, const char *expected)
-{
-	char text[256] = {0};
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_true(read(fd, text, sizeof(text) - 1) >= 0);
-	close(fd);
-	assert_string_equal(text, expected);
-}
-
-static void test_reopen_after_a_rename_writes_to_a_new_file_under_the_same_descriptor(void **state)
-{
-	(void)state;
-	char directory[] = "/tmp/musicd-test-log-XXXXXX";
-	assert_non_null(mkdtemp(directory));
-	char path[256], renamed[256], error[256];
-	snprintf(path, sizeof(path), "%s/error.log", directory);
-	snprintf(renamed, sizeof(renamed), "%s/error.log.1", directory);
-	int fd = -1;
-	assert_int_equal(log_file_open(path, &fd, error, sizeof(error)), 0);
-	assert_int_equal(write(fd, "old\n", 4), 4);
-	assert_int_equal(rename(path, renamed), 0);
-	assert_int_equal(write(fd, "late\n", 5), 5); /* before the reopen: still the old file */
-
-	assert_int_equal(log_file_reopen(path, fd, error, sizeof(error)), 0);
-	assert_int_equal(write(fd, "new\n", 4), 4);
-	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
-	close(fd);
-	assert_file_holds(renamed, "old\nlate\n");
-	assert_file_holds(path, "new\n");
-	unlink(path);
-	unlink(renamed);
-	rmdir(directory);
-}
-
-static void test_a_failed_reopen_names_the_path_and_keeps_the_old_file(void **state)
-{
-	(void)state;
-	char directory[] = "/tmp/musicd-test-log-XXXXXX";
-	assert_non_null(mkdtemp(directory));
-	char path[256], renamed[256], error[512];
-	snprintf(path, sizeof(path), "%s/access.log", directory);
-	snprintf(renamed, sizeof(renamed), "%s/access.log.1", directory);
-	int fd = -1;
-	assert_int_equal(log_file_open(path, &fd, error, sizeof(error)), 0);
-	assert_int_equal(rename(path, renamed), 0);
-	assert_int_equal(mkdir(path, 0755), 0); /* a directory cannot be opened for writing */
-
-	assert_int_equal(log_file_reopen(path, fd, error, sizeof(error)), -1);
-	assert_non_null(strstr(error, path));
-	assert_int_equal(write(fd, "kept\n", 5), 5);
-	close(fd);
-	assert_file_holds(renamed, "kept\n");
-	rmdir(path);
-	unlink(renamed);
-	rmdir(directory);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -220,8 +161,6 @@ int main(void)
 		cmocka_unit_test(test_other_names_are_rejected),
 		cmocka_unit_test(test_prefixes_and_padded_names_are_rejected),
 		cmocka_unit_test(test_empty_name_is_rejected),
-		cmocka_unit_test(test_reopen_after_a_rename_writes_to_a_new_file_under_the_same_descriptor),
-		cmocka_unit_test(test_a_failed_reopen_names_the_path_and_keeps_the_old_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
