@@ -45,6 +45,9 @@ enum address_take address_counts_take(struct address_counts *counts,
 /* Gives back the place address_counts_take took. From any thread. */
 void address_counts_give(struct address_count *held);
 
+/* The key a held place counts for. */
+const uint8_t *address_count_key(const struct address_count *held);
+
 /* Places key holds now (0 for an address not in the table). */
 unsigned address_counts_of(struct address_counts *counts, const uint8_t key[ADDRESS_KEY_SIZE]);
 

@@ -57,9 +57,9 @@ def request(target, headers=None, method="GET"):
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-def read_head(sock):
-    """The response head (status, {lower-case name: value}) and the body bytes read with it."""
-    data = b""
+def read_head(sock, data=b""):
+    """The response head (status, {lower-case name: value}) and the body bytes read with it;
+    data: bytes of it read already."""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(4096)
         assert chunk, f"closed before a whole head: {data!r}"
@@ -79,7 +79,22 @@ class Held:
     def __init__(self, port, target, source_ip="127.0.0.1", headers=None):
         self.sock = connect_from(source_ip, port, rcvbuf=HOLD_RCVBUF)
         self.sock.sendall(request(target, headers))
-        self.status, self.headers, _ = read_head(self.sock)
+        self.status, self.headers, self.rest = read_head(self.sock)
+
+    def read_body(self):
+        """The rest of the body (Content-Length), read now; the connection stays open."""
+        body = bytearray(self.rest)
+        length = int(self.headers["content-length"])
+        while len(body) < length:
+            chunk = self.sock.recv(1 << 16)
+            assert chunk, f"closed after {len(body)} of {length} body bytes"
+            body += chunk
+        self.rest = bytes(body[length:])
+        return bytes(body[:length])
+
+    def next_answer(self):
+        """The next answer's head on the connection, once the last body was read."""
+        self.status, self.headers, self.rest = read_head(self.sock, self.rest)
 
     def reset(self):
         httpraw.abort(self.sock)
@@ -392,6 +407,117 @@ def test_a_download_manager_with_16_connections_gets_the_exact_file_within_a_cap
     assert statuses.count("429") >= 10, statuses   # aria2 did open its 16 connections
     assert peak[0] <= 2, f"{peak[0]} streams held at once"
     assert metric(server, "musicd_client_streams_refused_total") == statuses.count("429")
+
+
+# -- a track the kernel's buffers take whole ------------------------------------------------
+# A 2 MiB track goes into the socket buffers between musicd and a client reading slowly within a
+# millisecond (on loopback the send buffer grows to 4 MiB): its answer is written long before the
+# client has it. The place is held until the client's TCP acknowledged every byte.
+
+TWO_MIB = 2 * 1024 * KIB
+# Between two downloads a client opens: time for a server to write all it would of the ones open.
+OPENING_PAUSE = 0.3
+
+
+def two_mib_track(library, tmp_path):
+    source = tmp_path / "two.mp3"
+    source.write_bytes(library.media.big.read_bytes()[:TWO_MIB])
+    return library.add(source, "two.mp3")
+
+
+def open_downloads(port, target, source_ip, count, headers=None):
+    """count downloads of target opened one after another by one client reading slowly (a small
+    receive buffer, no body byte read): each once the head before it arrived and the server had
+    OPENING_PAUSE to write what it would."""
+    downloads = []
+    for _ in range(count):
+        downloads.append(Held(port, target, source_ip, headers))
+        time.sleep(OPENING_PAUSE)
+    return downloads
+
+
+def test_a_client_reading_2_mib_tracks_slowly_gets_the_cap_and_429s(musicd, library, tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "2"])
+    downloads = open_downloads(server.port, track.url_path, "127.0.0.12", 6)
+    assert [d.status for d in downloads] == [200, 200] + [429] * 4
+    assert metric(server, "musicd_client_streams") == 2
+    assert metric(server, "musicd_client_streams_refused_total") == 4
+    # The two complete (the client reads them): their places come back.
+    for d in downloads[:2]:
+        assert d.read_body() == track.data
+    wait_streams(server, 0)
+    again = open_downloads(server.port, track.url_path, "127.0.0.12", 3)
+    assert [d.status for d in again] == [200, 200, 429]
+    for d in downloads + again:
+        d.close()
+    wait_streams(server, 0)
+
+
+def test_places_held_for_unread_bytes_come_back_when_the_client_resets(musicd, library, tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "2"])
+    downloads = open_downloads(server.port, track.url_path, "127.0.0.13", 2)
+    assert [d.status for d in downloads] == [200, 200]
+    wait_streams(server, 2)
+    for d in downloads:
+        d.reset()
+    wait_streams(server, 0)
+    assert get_from("127.0.0.13", server, track.url_path)[2] == track.data
+
+
+def test_a_kept_alive_connection_holds_no_place_once_the_client_has_the_bytes(musicd, library,
+                                                                              tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "1"])
+    held = Held(server.port, track.url_path, "127.0.0.14")
+    assert held.status == 200
+    assert held.read_body() == track.data
+    wait_streams(server, 0)   # the connection is open, idle, and everything arrived
+    status, _, body = get_from("127.0.0.14", server, track.url_path)
+    assert status == 200 and body == track.data
+    held.close()
+
+
+def test_the_next_request_on_a_connection_takes_over_its_place(musicd, library, tmp_path):
+    """One connection's answers go out in order, one at a time: a request sent on it while the
+    last answer is still on its way to the client is no second stream."""
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "1"])
+    held = Held(server.port, track.url_path, "127.0.0.15")
+    assert held.status == 200
+    time.sleep(OPENING_PAUSE)   # the answer is written; the client read nothing of it
+    assert get_from("127.0.0.15", server, track.url_path)[0] == 429   # another connection
+    held.sock.sendall(request(track.url_path, {"Range": "bytes=0-99"}))
+    assert held.read_body() == track.data
+    held.next_answer()
+    assert held.status == 206, held.headers
+    assert held.read_body() == track.data[:100]
+    assert metric(server, "musicd_client_streams_refused_total") == 1
+    wait_streams(server, 0)
+    held.close()
+
+
+def test_a_closing_answer_holds_its_place_until_the_client_has_the_bytes(musicd, library,
+                                                                         tmp_path):
+    """Connection: close: the socket is shut down after the answer, and kept (past the lingering
+    close's 2 s) until the client has what it has not read yet; so is a client that half-closed
+    after its request."""
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "2"])
+    closing = Held(server.port, track.url_path, "127.0.0.16", {"Connection": "close"})
+    half_closed = connect_from("127.0.0.16", server.port, rcvbuf=HOLD_RCVBUF)
+    half_closed.sendall(request(track.url_path))
+    half_closed.shutdown(socket.SHUT_WR)
+    assert closing.status == 200 and read_head(half_closed)[0] == 200
+    time.sleep(3)   # LINGER_MS, and more
+    assert metric(server, "musicd_client_streams") == 2
+    assert get_from("127.0.0.16", server, track.url_path)[0] == 429
+    assert closing.read_body() == track.data
+    wait_streams(server, 1)
+    half_closed.close()
+    wait_streams(server, 0)
+    closing.close()
 
 
 # -- attacks ----------------------------------------------------------------------------------
