@@ -17,10 +17,10 @@ import shutil
 
 import pytest
 
-from frontends import SHIPPED_ACCEL_PREFIX, VARNISH_VCL
+from frontends import SHIPPED_ACCEL_PREFIX, VARNISH_VCL, limit_conn_on
 from support import scaled
-from test_limits import (KIB, Held, assert_429, assert_paced, get_from, metric, read_paced,
-                         wait_streams)
+from test_limits import (KIB, Held, assert_429, assert_paced, get_from, metric, open_downloads,
+                         read_paced, two_mib_track, wait_streams)
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
@@ -101,6 +101,86 @@ def test_the_cap_counts_the_clients_nginx_names_not_nginx(musicd, library, front
     status, _, body = get_from("127.0.0.3", nginx, track.url_path)
     assert status == 200 and body == track.data
     held.close()
+    wait_streams(server, 0)
+
+
+# -- the cap, for a track the kernel's buffers take whole ---------------------------------------
+# A client reading slowly (a small receive buffer, nothing read) opens 2 MiB downloads one after
+# another through each shipped site. The sites bound nginx's send buffer to the client (sndbuf on
+# `listen`), so the rest of a track waits in musicd's, and musicd's place with it; the offload
+# site, where musicd sends no body, counts with nginx's limit_conn, turned on as README says.
+
+CAP_2 = ["--max-streams-per-client", "2"]
+
+
+def assert_two_streams_then_429s(front, track, source_ip):
+    """5 downloads from source_ip through front: the first 2 get the track, the rest musicd's or
+    nginx's 429 (the same answer); the 2 are returned, still unread."""
+    downloads = open_downloads(front.port, track.url_path, source_ip, 5)
+    assert [d.status for d in downloads] == [200, 200, 429, 429, 429]
+    for d in downloads[2:]:
+        assert_429((d.status, d.headers, d.read_body()), retry_after="1")
+        d.close()
+    return downloads[:2]
+
+
+def read_and_close(downloads, track):
+    for d in downloads:
+        assert d.read_body() == track.data
+        d.close()
+
+
+def test_the_proxy_site_keeps_the_cap_for_2_mib_tracks(musicd, library, frontends, tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=TRUST_LOCAL + CAP_2)
+    nginx = frontends.nginx(server.port)
+    streams = assert_two_streams_then_429s(nginx, track, "127.0.0.20")
+    assert metric(server, "musicd_client_streams") == 2
+    assert metric(server, "musicd_client_streams_refused_total") == 3
+    read_and_close(streams, track)
+    wait_streams(server, 0)
+    read_and_close(assert_two_streams_then_429s(nginx, track, "127.0.0.20"), track)
+
+
+def test_the_cluster_site_keeps_the_cap_for_2_mib_tracks(musicd, library, frontends, tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=TRUST_LOCAL + CAP_2)
+    nginx = frontends.nginx_cluster([server.port] * 3)   # one origin, named three times
+    streams = assert_two_streams_then_429s(nginx, track, "127.0.0.21")
+    assert metric(server, "musicd_client_streams") == 2
+    for d in streams:
+        d.reset()   # the client goes: its places come back
+    wait_streams(server, 0)
+    read_and_close(assert_two_streams_then_429s(nginx, track, "127.0.0.21"), track)
+
+
+def test_the_offload_site_with_limit_conn_keeps_the_cap_for_2_mib_tracks(musicd, library,
+                                                                          frontends, tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--x-accel-redirect", SHIPPED_ACCEL_PREFIX] + CAP_2)
+    nginx = frontends.nginx(server.port, offload=True, media_root=library.root,
+                            adapt=limit_conn_on(2))
+    streams = assert_two_streams_then_429s(nginx, track, "127.0.0.22")
+    assert metric(server, "musicd_client_streams_refused_total") == 0   # nginx's count
+    read_and_close(streams, track)
+    streams = assert_two_streams_then_429s(nginx, track, "127.0.0.22")   # the places came back
+    for d in streams:
+        d.reset()
+    read_and_close(assert_two_streams_then_429s(nginx, track, "127.0.0.22"), track)
+    # Another client has places of its own.
+    status, _, body = get_from("127.0.0.23", nginx, track.url_path)
+    assert status == 200 and body == track.data
+
+
+def test_the_proxy_site_with_limit_conn_refuses_before_asking_musicd(musicd, library, frontends,
+                                                                      tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=TRUST_LOCAL + CAP_2)
+    nginx = frontends.nginx(server.port, adapt=limit_conn_on(2))
+    streams = assert_two_streams_then_429s(nginx, track, "127.0.0.24")
+    assert metric(server, "musicd_client_streams_refused_total") == 0
+    assert len([line for line in server.access_log_lines() if " /musicdb/" in line]) == 2
+    read_and_close(streams, track)
     wait_streams(server, 0)
 
 
