@@ -6,8 +6,8 @@
  * only while it holds a place, so the table is as large as what is held
  * now, never as the set of addresses ever seen.
  *
- * Keys are 16 bytes: an IPv6 address, or an IPv4 one as IPv4-mapped IPv6
- * (proxy_trust_address_key makes them), so one client is one key however
+ * Keys are 16 bytes: an IPv6 prefix, or an IPv4 address as IPv4-mapped
+ * IPv6 (proxy_trust_client_key makes them), so one client is one key however
  * its address was written. The table is sharded, one mutex per shard, and
  * hashed with a seed drawn at creation, so addresses chosen to collide
  * cannot be precomputed.

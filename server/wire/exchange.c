@@ -252,13 +252,14 @@ const char *exchange_client(struct exchange *exchange)
 			 exchange->req != NULL ? evhttp_request_get_connection(exchange->req) : NULL);
 }
 
-enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap)
+enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap,
+					     unsigned ipv6_prefix_bits)
 {
 	struct address_counts *places = exchange->server->settings->client_places;
 	if (places == NULL || exchange->client_place != NULL)
 		return ADDRESS_TAKEN;
 	uint8_t key[ADDRESS_KEY_SIZE];
-	if (proxy_trust_address_key(exchange_client(exchange), key) < 0)
+	if (proxy_trust_client_key(exchange_client(exchange), ipv6_prefix_bits, key) < 0)
 		memset(key, 0, sizeof(key)); /* no address tells them apart: such clients share one count */
 	/* The connection's last answer still on its way to this client: its place goes on here. */
 	struct connection *connection = exchange->connection;

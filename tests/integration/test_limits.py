@@ -614,6 +614,64 @@ def test_behind_a_trusted_proxy_the_named_client_is_capped_and_the_rate_handed_o
     held.close()
 
 
+# -- IPv6 clients: one home network or phone is one /64 --------------------------------------
+# Loopback has one IPv6 address, so the clients are named by a trusted proxy's X-Forwarded-For.
+
+def streams_of(server, track, clients, cap_headers=None):
+    """A held stream for each X-Forwarded-For client in turn, through a trusted proxy at
+    127.0.0.1: their statuses (the streams are closed after)."""
+    held = [Held(server.port, track.url_path, "127.0.0.1", {"X-Forwarded-For": client})
+            for client in clients]
+    statuses = [h.status for h in held]
+    for h in held:
+        h.close()
+    wait_streams(server, 0)
+    return statuses
+
+
+def test_ipv6_clients_of_one_64_share_the_cap(musicd, library):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "2"])
+    one_64 = ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff:ffff:ffff:ffff",
+              "2001:0DB8:1:2:0:0:0:3", "2001:db8:1:2:8000::", "2001:db8:1:2:1:2:3:4"]
+    assert streams_of(server, track, one_64) == [200, 200, 429, 429, 429, 429]
+    assert metric(server, "musicd_client_streams_refused_total") == 4
+
+
+def test_ipv6_clients_of_other_64s_have_caps_of_their_own(musicd, library):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "1"])
+    other_64s = ["2001:db8:1:2::1", "2001:db8:1:3::1", "2001:db8:2:2::1", "2001:db9:1:2::1",
+                 "2001:db8:1:2:ffff::1"]   # the last one shares the first one's /64
+    assert streams_of(server, track, other_64s) == [200, 200, 200, 200, 429]
+
+
+def test_client_ipv6_prefix_sets_how_many_bits_make_a_client(musicd, library):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "1",
+                                      "--client-ipv6-prefix", "56"])
+    # A /56: 2001:db8:1:200::/56 holds 2001:db8:1:2ff::; 2001:db8:1:300:: is another one.
+    clients = ["2001:db8:1:200::1", "2001:db8:1:2ff::1", "2001:db8:1:300::1"]
+    assert streams_of(server, track, clients) == [200, 429, 200]
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "1",
+                                      "--client-ipv6-prefix", "128"])
+    one_64 = ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2::1"]
+    assert streams_of(server, track, one_64) == [200, 200, 429]
+
+
+def test_an_ipv4_mapped_client_is_its_ipv4_address(musicd, library):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "1"])
+    # Not a /64 of IPv6 (::ffff:0:0/64 would hold every IPv4 client): one address, one client.
+    clients = ["198.51.100.9", "::ffff:198.51.100.9", "::ffff:198.51.100.10", "198.51.100.10"]
+    assert streams_of(server, track, clients) == [200, 429, 200, 429]
+
+
 def test_offloaded_answers_hand_the_rate_to_nginx_and_hold_no_stream(musicd, library):
     track = library.add(library.media.big, "big.mp3")
     server = musicd.start(extra_args=["--x-accel-redirect", "/protected/music/",
