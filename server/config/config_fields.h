@@ -43,7 +43,7 @@
 /* The fastest --limit-rate (1 TiB/s) and the largest --limit-rate-after (as the spool's size). */
 #define CONFIG_MAX_LIMIT_RATE ((uint64_t)1 << 40)
 #define CONFIG_MAX_LIMIT_RATE_AFTER ((uint64_t)1 << 62)
-/* --client-ipv6-prefix: from a /32 (an ISP's allocation: coarser would lump ISPs together) to one address. */
+/* --client-ipv6-prefix: from a /32 (an ISP's: coarser would lump ISPs together) to one address. */
 #define CONFIG_MIN_CLIENT_IPV6_PREFIX 32
 #define CONFIG_MAX_CLIENT_IPV6_PREFIX 128
 /* The most settings the option table may hold (what a list of their names is sized by). */
@@ -106,7 +106,7 @@ struct config {
 	uint64_t limit_rate;		 /* body bytes per second after limit_rate_after; 0: off */
 	uint64_t limit_rate_after;	 /* body bytes sent at full speed first */
 	unsigned max_streams_per_client; /* answers with a body in flight per client; 0: no cap */
-	unsigned client_ipv6_prefix;	 /* an IPv6 client is counted by its first bits, this many */
+	unsigned client_ipv6_prefix;	 /* an IPv6 client is counted by this many first bits */
 
 	/* The connection layer's bounds. */
 	unsigned max_connections;   /* 0 = what the descriptor limit leaves room for, settled by main */

@@ -242,7 +242,7 @@ int proxy_trust_client_key(const char *text, unsigned ipv6_prefix_bits, uint8_t 
 		memcpy(key, mapped_prefix, sizeof(mapped_prefix));
 		return 0;
 	}
-	/* No prefix of an IPv6 address other than ::ffff:0:0/96's is ::ffff:a.b.c.d: no collision. */
+	/* Only an address in ::ffff:0:0/96 (IPv4) has a prefix like ::ffff:a.b.c.d. */
 	unsigned bits = ipv6_prefix_bits < IPV6_BITS ? ipv6_prefix_bits : IPV6_BITS;
 	if (bits % 8 != 0)
 		key[bits / 8] &= (uint8_t)(0xff << (8 - bits % 8));

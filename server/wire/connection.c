@@ -201,8 +201,10 @@ static void answer_on_socket(struct connection *connection, int status)
 	/* No scan: not a byte of this request read yet (no method, no target, no version). */
 	static const struct request_scan nothing_read;
 	const struct request_scan *scan = connection->scan != NULL ? connection->scan : &nothing_read;
-	char body[64];
-	int body_length = snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
+	/* A 400's reason phrase says nothing of what is wrong: the scan's reason does. */
+	char body[RESPONSE_ERROR_BODY_SIZE];
+	size_t body_length =
+		response_error_body(body, status, status == 400 ? scan->refusal_reason : NULL);
 	struct response_head head = {
 		.http_minor = 1,
 		.status = status,

@@ -24,7 +24,7 @@ struct lingering {
 	struct event *event;
 	struct timespec started;
 	struct unsent *unsent; /* the client's place (unsent.h); NULL: none */
-	int outlived;	       /* LINGER_MS passed with the place held: read on until it goes */
+	int outlived;	       /* LINGER_MS passed, the place held: read on until it goes */
 };
 
 void linger_set_init(struct linger_set *set, struct event_base *base, void (*on_closed)(void *arg),

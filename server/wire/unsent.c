@@ -33,7 +33,8 @@ static int unsent_bytes(evutil_socket_t fd)
 {
 	struct tcp_info info;
 	socklen_t size = sizeof(info);
-	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 && info.tcpi_state == TCP_CLOSE)
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+	    info.tcpi_state == TCP_CLOSE)
 		return 0;
 	int queued = 0;
 	if (ioctl(fd, SIOCOUTQ, &queued) < 0 || queued < 0)

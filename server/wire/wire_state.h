@@ -73,8 +73,8 @@ struct connection {
 	int peer_closed;		       /* the client's FIN arrived while evhttp was not reading */
 	int counted;			       /* holds a place under --max-connections */
 	struct event *last_call;	       /* draining: the wait for a request on its way */
-	struct unsent *unsent;		       /* the last answer's client place, until the client
-						  has the bytes (unsent.h); NULL: none */
+	struct unsent *unsent;		       /* the last answer's client place, until the
+						  client has the bytes (unsent.h); NULL: none */
 };
 
 struct exchange_server {
