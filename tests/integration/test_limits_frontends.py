@@ -19,7 +19,7 @@ import pytest
 
 from frontends import (NGINX_CLUSTER_SITE, NGINX_OFFLOAD_SITE, NGINX_SITE, SHIPPED_ACCEL_PREFIX,
                        VARNISH_VCL, limit_conn_on)
-from support import scaled
+from support import scaled, wait_until
 from test_limits import (KIB, Held, assert_429, assert_paced, get_from, metric, open_downloads,
                          read_paced, two_mib_track, wait_streams)
 
@@ -134,13 +134,21 @@ def read_and_close(downloads, track):
         d.close()
 
 
+def wait_ended(nginx, count):
+    """nginx ended count requests: it logs each as it frees it, and gives its place back then."""
+    wait_until(lambda: len(nginx.access_log_lines()) >= count, scaled(10),
+               message=f"nginx to log {count} requests")
+
+
 def assert_the_cap_holds_and_comes_back(nginx, track, source_ip):
     """The cap through nginx, its places back once the downloads complete, and once the client
     goes (a reset); another client has places of its own."""
     read_and_close(assert_two_streams_then_429s(nginx, track, source_ip), track)
+    wait_ended(nginx, 5)
     streams = assert_two_streams_then_429s(nginx, track, source_ip)
     for d in streams:
         d.reset()
+    wait_ended(nginx, 10)
     read_and_close(assert_two_streams_then_429s(nginx, track, source_ip), track)
     status, _, body = get_from("127.0.0.25", nginx, track.url_path)
     assert status == 200 and body == track.data
