@@ -138,6 +138,11 @@ void address_counts_give(struct address_count *held)
 	pthread_mutex_unlock(&shard->lock);
 }
 
+const uint8_t *address_count_key(const struct address_count *held)
+{
+	return held->key; /* set when the entry is made, never changed: no lock needed */
+}
+
 unsigned address_counts_of(struct address_counts *counts, const uint8_t key[ADDRESS_KEY_SIZE])
 {
 	uint64_t hash = hash_of(counts, key);

@@ -6,8 +6,8 @@
  * only while it holds a place, so the table is as large as what is held
  * now, never as the set of addresses ever seen.
  *
- * Keys are 16 bytes: an IPv6 address, or an IPv4 one as IPv4-mapped IPv6
- * (proxy_trust_address_key makes them), so one client is one key however
+ * Keys are 16 bytes: an IPv6 prefix, or an IPv4 address as IPv4-mapped
+ * IPv6 (proxy_trust_client_key makes them), so one client is one key however
  * its address was written. The table is sharded, one mutex per shard, and
  * hashed with a seed drawn at creation, so addresses chosen to collide
  * cannot be precomputed.
@@ -44,6 +44,9 @@ enum address_take address_counts_take(struct address_counts *counts,
 
 /* Gives back the place address_counts_take took. From any thread. */
 void address_counts_give(struct address_count *held);
+
+/* The key a held place counts for. */
+const uint8_t *address_count_key(const struct address_count *held);
 
 /* Places key holds now (0 for an address not in the table). */
 unsigned address_counts_of(struct address_counts *counts, const uint8_t key[ADDRESS_KEY_SIZE]);

@@ -45,6 +45,9 @@
 #define CONFIG_MAX_LIMIT_RATE_AFTER ((uint64_t)1 << 62)
 /* The most --disk-threads (and --disk-threads-per-root). */
 #define CONFIG_MAX_DISK_THREADS 1024
+/* --client-ipv6-prefix: from a /32 (an ISP's: coarser would lump ISPs together) to one address. */
+#define CONFIG_MIN_CLIENT_IPV6_PREFIX 32
+#define CONFIG_MAX_CLIENT_IPV6_PREFIX 128
 /* The most settings the option table may hold (what a list of their names is sized by). */
 #define CONFIG_OPTION_MAX 128
 
@@ -112,6 +115,7 @@ struct config {
 	uint64_t limit_rate;		 /* body bytes per second after limit_rate_after; 0: off */
 	uint64_t limit_rate_after;	 /* body bytes sent at full speed first */
 	unsigned max_streams_per_client; /* answers with a body in flight per client; 0: no cap */
+	unsigned client_ipv6_prefix;	 /* an IPv6 client is counted by this many first bits */
 
 	/* The connection layer's bounds. */
 	unsigned max_connections;   /* 0 = what the descriptor limit leaves room for, settled by main */

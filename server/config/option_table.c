@@ -162,10 +162,16 @@ static const struct option_spec options[] = {
 	 .help = "bytes of each track's body sent at full speed before --limit-rate applies",
 	 .default_value = "0", LIVE},
 	{"max-streams-per-client", "N", NUMBER(max_streams_per_client, 0, CONFIG_MAX_CONNECTIONS),
-	 .help = "answers with a body in flight at once per client address (the peer, or the "
-		 "X-Forwarded-For client of a --trusted-proxy), over all workers; beyond it 429; "
-		 "0: no cap",
+	 .help = "answers with a body in flight (until the client has the last byte) at once per "
+		 "client (the peer, or the X-Forwarded-For client of a --trusted-proxy), over all "
+		 "workers; beyond it 429; 0: no cap",
 	 .default_value = "0", LIVE},
+	{"client-ipv6-prefix", "BITS",
+	 NUMBER(client_ipv6_prefix, CONFIG_MIN_CLIENT_IPV6_PREFIX, CONFIG_MAX_CLIENT_IPV6_PREFIX),
+	 .help = "an IPv6 client is counted (--max-streams-per-client) by the first BITS of its "
+		 "address, as one home or phone gets a whole /64; IPv4 (and IPv4-mapped IPv6) "
+		 "clients by their address",
+	 .default_value = "64", LIVE},
 	{"max-connections", "N", NUMBER(max_connections, 1, CONFIG_MAX_CONNECTIONS),
 	 .help = "connections open at once; beyond it new ones are closed at once",
 	 .default_note = "what the descriptor limit leaves room for"},

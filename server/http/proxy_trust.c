@@ -230,7 +230,7 @@ enum proxy_trust_place proxy_trust_place(const struct cidr *trusted, size_t trus
 	return PROXY_TRUST_DIRECT;
 }
 
-int proxy_trust_address_key(const char *text, uint8_t key[16])
+int proxy_trust_client_key(const char *text, unsigned ipv6_prefix_bits, uint8_t key[16])
 {
 	int family;
 	bool mapped;
@@ -240,6 +240,13 @@ int proxy_trust_address_key(const char *text, uint8_t key[16])
 		/* parse_address left the four bytes first: they go last, behind ::ffff:. */
 		memmove(key + 12, key, 4);
 		memcpy(key, mapped_prefix, sizeof(mapped_prefix));
+		return 0;
 	}
+	/* Only an address in ::ffff:0:0/96 (IPv4) has a prefix like ::ffff:a.b.c.d. */
+	unsigned bits = ipv6_prefix_bits < IPV6_BITS ? ipv6_prefix_bits : IPV6_BITS;
+	if (bits % 8 != 0)
+		key[bits / 8] &= (uint8_t)(0xff << (8 - bits % 8));
+	for (unsigned byte = (bits + 7) / 8; byte < 16; byte++)
+		key[byte] = 0;
 	return 0;
 }

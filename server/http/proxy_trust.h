@@ -61,10 +61,13 @@ enum proxy_trust_place proxy_trust_place(const struct cidr *trusted, size_t trus
 					 const char *peer, const char *client);
 
 /*
- * An address as the 16 bytes that name it once however it is written (IPv4
- * and IPv4-mapped IPv6 alike, as ::ffff:a.b.c.d): 0, or -1 if text is not an
- * address.
+ * The 16 bytes a client is counted by (per-client caps), the same however
+ * its address is written: an IPv4 address, or an IPv4-mapped IPv6 one, is
+ * one client, as ::ffff:a.b.c.d; an IPv6 address is cut to its first
+ * ipv6_prefix_bits (1 to 128), the rest zero, since one home network or
+ * phone gets a whole prefix (a /64) and may use any address in it. 0, or -1
+ * if text is not an address.
  */
-int proxy_trust_address_key(const char *text, uint8_t key[16]);
+int proxy_trust_client_key(const char *text, unsigned ipv6_prefix_bits, uint8_t key[16]);
 
 #endif

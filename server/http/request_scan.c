@@ -236,13 +236,13 @@ static void end_request_line(struct request_scan *scan)
 	if (cursor != end || major_digits == 0 || minor_digits == 0 ||
 	    minor_digits > MINOR_DIGITS_MAX || major == 0 ||
 	    (major_digits > 1 && scan->value[5] == '0')) {
-		refuse(scan, 400, "malformed HTTP version");
+		refuse(scan, 400, "the HTTP version is malformed");
 		return;
 	}
 	scan->http_major = major;
 	scan->http_minor = minor;
 	if (!target_is_valid(scan))
-		refuse(scan, 400, "malformed request target");
+		refuse(scan, 400, "the request target is malformed");
 	else if (major != 1)
 		refuse(scan, 505, "unsupported HTTP version");
 }
@@ -300,7 +300,7 @@ static void end_field_line(struct request_scan *scan)
 		size_t *count = scan->field == FIELD_CONTENT_LENGTH ? &scan->content_length_count
 								   : &scan->transfer_encoding_count;
 		if (*count == SCAN_FRAMING_LINES_MAX) {
-			refuse(scan, 400, "too many framing fields");
+			refuse(scan, 400, "too many Content-Length or Transfer-Encoding fields");
 			return;
 		}
 		slot = scan->field == FIELD_CONTENT_LENGTH ? scan->content_lengths[(*count)++]
@@ -338,11 +338,11 @@ static int parse_length(const char *text, uint64_t *out)
 static void end_head(struct request_scan *scan)
 {
 	if (scan->http_minor >= 1 && scan->host_lines != 1) {
-		refuse(scan, 400, "an HTTP/1.1 request needs exactly one Host");
+		refuse(scan, 400, "an HTTP/1.1 request needs exactly one Host field");
 		return;
 	}
 	if (scan->host_lines > 1 || (scan->host_lines == 1 && !scan->host_valid)) {
-		refuse(scan, 400, "malformed Host");
+		refuse(scan, 400, "the Host field is malformed");
 		return;
 	}
 	const char *lengths[SCAN_FRAMING_LINES_MAX], *encodings[SCAN_FRAMING_LINES_MAX];
@@ -360,7 +360,8 @@ static void end_head(struct request_scan *scan)
 	uint64_t length = 0;
 	if (framing_check(&framing) == FRAMING_REFUSE ||
 	    (scan->content_length_count > 0 && parse_length(lengths[0], &length) < 0)) {
-		refuse(scan, 400, "a body that could be read two ways");
+		refuse(scan, 400,
+		       "Content-Length or Transfer-Encoding leaves the body's length unclear");
 		return;
 	}
 	/* As evhttp_get_body: an expectation only matters with a body to send (nginx ignores it). */
@@ -439,7 +440,7 @@ static enum scan_event head_step(struct request_scan *scan, unsigned char c)
 				scan->method[scan->method_length] = (char)c;
 			scan->method_length++;
 		} else {
-			refuse(scan, 400, "malformed method");
+			refuse(scan, 400, "the method is malformed");
 		}
 		break;
 	case S_TARGET_START:
@@ -453,7 +454,7 @@ static enum scan_event head_step(struct request_scan *scan, unsigned char c)
 			scan->target_length++;
 			scan->state = S_TARGET;
 		} else {
-			refuse(scan, 400, "malformed request target");
+			refuse(scan, 400, "the request target is malformed");
 		}
 		break;
 	case S_VERSION:
@@ -464,14 +465,14 @@ static enum scan_event head_step(struct request_scan *scan, unsigned char c)
 		} else if (c > ' ' && c < 0x7f && scan->value_length < VERSION_MAX) {
 			scan->value[scan->value_length++] = (char)c;
 		} else {
-			refuse(scan, 400, "malformed HTTP version");
+			refuse(scan, 400, "the HTTP version is malformed");
 		}
 		break;
 	case S_LINE_CR:
 		if (c == '\n')
 			end_head_line(scan, line_of_cr(scan));
 		else
-			refuse(scan, 400, "a bare CR");
+			refuse(scan, 400, "a CR is not followed by LF");
 		break;
 	case S_FIELD_START:
 		scan->name_length = 0;
@@ -485,7 +486,9 @@ static enum scan_event head_step(struct request_scan *scan, unsigned char c)
 			scan->name_length = 1;
 		} else {
 			refuse(scan, 400,
-			       c == ' ' || c == '\t' ? "obsolete line folding" : "malformed field name");
+			       c == ' ' || c == '\t'
+				       ? "a field line is folded (obsolete line folding)"
+				       : "a field name is malformed");
 		}
 		break;
 	case S_FIELD_NAME:
@@ -498,8 +501,9 @@ static enum scan_event head_step(struct request_scan *scan, unsigned char c)
 			scan->name_length++;
 		} else {
 			refuse(scan, 400,
-			       c == ' ' || c == '\t' ? "whitespace before a field's colon"
-						     : "malformed field name");
+			       c == ' ' || c == '\t'
+				       ? "whitespace between a field name and its colon"
+				       : "a field name is malformed");
 		}
 		break;
 	case S_FIELD_VALUE:
@@ -508,7 +512,7 @@ static enum scan_event head_step(struct request_scan *scan, unsigned char c)
 		} else if (c == '\n') {
 			end_head_line(scan, S_FIELD_VALUE);
 		} else if (c == '\0') {
-			refuse(scan, 400, "a NUL in a field value");
+			refuse(scan, 400, "a field value holds a NUL");
 		} else if (scan->field != FIELD_OTHER) {
 			keep_value_byte(scan, c);
 		}
@@ -517,7 +521,7 @@ static enum scan_event head_step(struct request_scan *scan, unsigned char c)
 		if (c == '\n')
 			end_head(scan);
 		else
-			refuse(scan, 400, "a bare CR");
+			refuse(scan, 400, "a CR is not followed by LF");
 		break;
 	default:
 		break;
@@ -539,7 +543,7 @@ static int chunk_step(struct request_scan *scan, unsigned char c)
 			return 0;
 		}
 		if (digit >= 0 || scan->chunk_digits == 0) {
-			refuse(scan, 400, "malformed chunk size");
+			refuse(scan, 400, "a chunk size is malformed");
 			return -1;
 		}
 		if (c == ';' || c == ' ' || c == '\t') {
@@ -550,7 +554,7 @@ static int chunk_step(struct request_scan *scan, unsigned char c)
 			scan->state = S_CHUNK_SIZE_CR;
 			return 0;
 		}
-		refuse(scan, 400, "malformed chunk size");
+		refuse(scan, 400, "a chunk size is malformed");
 		return -1;
 	}
 	case S_CHUNK_EXT:
@@ -560,11 +564,11 @@ static int chunk_step(struct request_scan *scan, unsigned char c)
 		}
 		if (c == '\t' || (c >= ' ' && c != 0x7f))
 			return 1;
-		refuse(scan, 400, "malformed chunk extension");
+		refuse(scan, 400, "a chunk extension is malformed");
 		return -1;
 	case S_CHUNK_SIZE_CR:
 		if (c != '\n') {
-			refuse(scan, 400, "a chunk line without CRLF");
+			refuse(scan, 400, "a chunk line does not end with CRLF");
 			return -1;
 		}
 		scan->body_total += scan->chunk_size;
@@ -579,7 +583,7 @@ static int chunk_step(struct request_scan *scan, unsigned char c)
 	case S_TRAILER_CR:
 	case S_TRAILER_END_CR:
 		if (c != (scan->state == S_CHUNK_DATA_CR ? '\r' : '\n')) {
-			refuse(scan, 400, "a chunk line without CRLF");
+			refuse(scan, 400, "a chunk line does not end with CRLF");
 			return -1;
 		}
 		scan->state = scan->state == S_CHUNK_DATA_CR ? S_CHUNK_DATA_LF
@@ -588,7 +592,7 @@ static int chunk_step(struct request_scan *scan, unsigned char c)
 		return 0;
 	case S_CHUNK_DATA_LF:
 		if (c != '\n') {
-			refuse(scan, 400, "a chunk line without CRLF");
+			refuse(scan, 400, "a chunk line does not end with CRLF");
 			return -1;
 		}
 		scan->state = S_CHUNK_SIZE;
@@ -614,7 +618,7 @@ static int chunk_step(struct request_scan *scan, unsigned char c)
 		} else if (scan->state == S_TRAILER_VALUE && c != '\n' && c != '\0') {
 			/* a value byte */
 		} else {
-			refuse(scan, 400, "malformed trailer");
+			refuse(scan, 400, "a trailer field is malformed");
 			return -1;
 		}
 		return 0;

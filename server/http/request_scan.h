@@ -79,7 +79,7 @@ struct request_scan {
 	size_t target_length;
 	int http_major, http_minor; /* -1 until read */
 	int refusal;		    /* the status, once refused */
-	const char *refusal_reason; /* a few words, for the debug log */
+	const char *refusal_reason; /* a fixed line: the debug log's, and a 400's body's */
 
 	/* The field line being read. */
 	unsigned field;	    /* which kept field it is, or 0 */

@@ -114,6 +114,26 @@ size_t response_head_format(char *out, size_t out_size, const struct response_he
 	return b.overflow ? 0 : b.used;
 }
 
+size_t response_error_body(char *out, int status, const char *why)
+{
+	struct builder b = {out, RESPONSE_ERROR_BODY_SIZE, 0, 0};
+	put_number(&b, (uint64_t)status);
+	put(&b, " ", 1);
+	put_text(&b, response_reason(status));
+	size_t plain = b.used;
+	if (why != NULL && response_value_is_safe(why)) {
+		put(&b, ": ", 2);
+		put_text(&b, why);
+	}
+	put(&b, "\n", 2); /* the NUL too */
+	if (b.overflow) {
+		/* The plain line always fits (a status and a reason phrase): it stands alone. */
+		b = (struct builder){out, RESPONSE_ERROR_BODY_SIZE, plain, 0};
+		put(&b, "\n", 2);
+	}
+	return b.used - 1;
+}
+
 size_t response_content_range(char *out, size_t out_size, uint64_t first, uint64_t last,
 			      uint64_t size)
 {

@@ -69,6 +69,18 @@ int response_value_is_safe(const char *value);
 /* The reason phrase for a status ("Not Found"); "Unknown" for one musicd never sends. */
 const char *response_reason(int status);
 
+/* The room an error body takes (response_error_body), its NUL included. */
+#define RESPONSE_ERROR_BODY_SIZE 160
+
+/*
+ * The one line of an error's text/plain body into out (RESPONSE_ERROR_BODY_SIZE
+ * bytes): "404 Not Found\n", or, with why (NULL: none), "400 Bad Request: the
+ * track id must be 24 hexadecimal digits\n". why is a fixed text, never bytes a
+ * client sent, and has no control byte. Returns the length; a why that does
+ * not fit, or holds a control byte, is left out rather than cut.
+ */
+size_t response_error_body(char *out, int status, const char *why);
+
 /* Formats head into out; returns its length, or 0 if it does not fit or a value is unsafe. */
 size_t response_head_format(char *out, size_t out_size, const struct response_head *head);
 

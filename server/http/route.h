@@ -16,6 +16,8 @@
 #include <stddef.h>
 
 #define OBJECTID_HEX_LENGTH 24
+/* What a 400 for ROUTE_BAD_ID says. */
+#define ROUTE_BAD_ID_WHY "the track id must be 24 hexadecimal digits"
 
 /* True when text[0..length) is exactly 24 hexadecimal digits (either case). */
 bool objectid_is_valid(const char *text, size_t length);

@@ -94,13 +94,15 @@ void answer_text(struct exchange *exchange, int status, const char *body)
 	answer_body(exchange, status, "text/plain; charset=utf-8", body, strlen(body));
 }
 
-/* An error under this Cache-Control (NULL: none), with one more field when name is not NULL. */
+/*
+ * An error under this Cache-Control (NULL: none), with one more field when
+ * name is not NULL, and why in its line when why is not NULL.
+ */
 static void error_answer(struct exchange *exchange, int status, const char *cache_control,
-			 const char *name, const char *value)
+			 const char *name, const char *value, const char *why)
 {
-	char body[64];
-	snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
-	struct text_body text = {body, strlen(body)};
+	char body[RESPONSE_ERROR_BODY_SIZE];
+	struct text_body text = {body, response_error_body(body, status, why)};
 	struct response_head head = text_head(status, &text);
 	if (cache_control != NULL)
 		response_head_add(&head, "Cache-Control", cache_control);
@@ -111,13 +113,20 @@ static void error_answer(struct exchange *exchange, int status, const char *cach
 
 void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value)
 {
-	error_answer(exchange, status, exchange_config(exchange)->error_cache_control, name, value);
+	error_answer(exchange, status, exchange_config(exchange)->error_cache_control, name, value,
+		     NULL);
+}
+
+void answer_bad_request(struct exchange *exchange, const char *why)
+{
+	error_answer(exchange, 400, exchange_config(exchange)->error_cache_control, NULL, NULL,
+		     why);
 }
 
 void answer_forbidden(struct exchange *exchange)
 {
 	/* Whatever --error-cache-control says: a cache must not answer the next token with it. */
-	error_answer(exchange, 403, "no-store", NULL, NULL);
+	error_answer(exchange, 403, "no-store", NULL, NULL, NULL);
 }
 
 void answer_error(struct exchange *exchange, int status)

@@ -47,6 +47,12 @@ void answer_error(struct exchange *exchange, int status);
 void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value);
 
 /*
+ * 400 saying why in its one line ("400 Bad Request: " why): a fixed text,
+ * never the client's bytes.
+ */
+void answer_bad_request(struct exchange *exchange, const char *why);
+
+/*
  * 403 for a request its signed-URL token does not admit, always with
  * Cache-Control: no-store (--error-cache-control notwithstanding).
  */

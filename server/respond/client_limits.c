@@ -27,7 +27,8 @@ int client_limits_admit(struct exchange *exchange)
 	if (place == PROXY_TRUST_PROXY_ITSELF)
 		return 0;
 	if (config->max_streams_per_client > 0) {
-		switch (exchange_hold_client_place(exchange, config->max_streams_per_client)) {
+		switch (exchange_hold_client_place(exchange, config->max_streams_per_client,
+						   config->client_ipv6_prefix)) {
 		case ADDRESS_TAKEN:
 			break;
 		case ADDRESS_AT_CAP:

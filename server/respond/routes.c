@@ -37,7 +37,7 @@ static void handle_bad_id(struct exchange *exchange, const struct route *route,
 {
 	(void)route;
 	(void)resources;
-	answer_error(exchange, 400);
+	answer_bad_request(exchange, ROUTE_BAD_ID_WHY);
 }
 
 static const route_handler track_handlers[] = {

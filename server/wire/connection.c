@@ -96,6 +96,7 @@ static void connection_free(struct connection *connection)
 		server->by_fd[connection->fd] = NULL;
 	if (connection->counted)
 		atomic_fetch_sub(server->settings->open_connections, 1);
+	unsent_free(connection->unsent); /* the socket goes: so does the client */
 	event_free(connection->timer);
 	if (connection->last_call != NULL)
 		event_free(connection->last_call);
@@ -146,12 +147,18 @@ void connection_linger_after(struct exchange_server *server, struct bufferevent 
 	/* The lingering close reads the socket from here: the connection's reader stops first. */
 	struct connection *connection =
 		(size_t)fd < server->by_fd_size ? server->by_fd[fd] : NULL;
-	if (connection != NULL && connection->bev == bev)
+	if (connection != NULL && connection->bev != bev)
+		connection = NULL;
+	if (connection != NULL)
 		stop_reading(connection);
 	if (bufferevent_setfd(bev, -1) < 0)
 		return; /* evhttp's close stands */
 	atomic_fetch_add(server->settings->open_connections, 1);
-	linger_close(&server->lingering, fd);
+	/* The last answer's client place, if held, goes with the socket. */
+	struct unsent *unsent = connection != NULL ? connection->unsent : NULL;
+	if (connection != NULL)
+		connection->unsent = NULL;
+	linger_close(&server->lingering, fd, unsent);
 }
 
 void connection_on_lingered(void *arg)
@@ -194,8 +201,10 @@ static void answer_on_socket(struct connection *connection, int status)
 	/* No scan: not a byte of this request read yet (no method, no target, no version). */
 	static const struct request_scan nothing_read;
 	const struct request_scan *scan = connection->scan != NULL ? connection->scan : &nothing_read;
-	char body[64];
-	int body_length = snprintf(body, sizeof(body), "%d %s\n", status, response_reason(status));
+	/* A 400's reason phrase says nothing of what is wrong: the scan's reason does. */
+	char body[RESPONSE_ERROR_BODY_SIZE];
+	size_t body_length =
+		response_error_body(body, status, status == 400 ? scan->refusal_reason : NULL);
 	struct response_head head = {
 		.http_minor = 1,
 		.status = status,
@@ -627,6 +636,16 @@ static void restart_read_timeout(const struct connection *connection)
 static void read_failed(struct connection *connection, short what)
 {
 	struct bufferevent *bev = connection->bev;
+	if ((what & BEV_EVENT_EOF) && connection->current == NULL &&
+	    unsent_holds(connection->unsent)) {
+		/*
+		 * The client asks no more, and may still be reading its last answer:
+		 * that answer's place goes on with the socket, in a lingering close,
+		 * not in evhttp's close (runs on_connection_freed).
+		 */
+		connection_linger_and_close(connection);
+		return;
+	}
 	if (evhttp_reads(connection)) {
 		/* As bufferevent_readcb's error path: reading off, then the event callback. */
 		bufferevent_disable(bev, EV_READ);

@@ -254,14 +254,20 @@ const char *exchange_client(struct exchange *exchange)
 			 exchange->req != NULL ? evhttp_request_get_connection(exchange->req) : NULL);
 }
 
-enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap)
+enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap,
+					     unsigned ipv6_prefix_bits)
 {
 	struct address_counts *places = exchange->server->settings->client_places;
 	if (places == NULL || exchange->client_place != NULL)
 		return ADDRESS_TAKEN;
 	uint8_t key[ADDRESS_KEY_SIZE];
-	if (proxy_trust_address_key(exchange_client(exchange), key) < 0)
+	if (proxy_trust_client_key(exchange_client(exchange), ipv6_prefix_bits, key) < 0)
 		memset(key, 0, sizeof(key)); /* no address tells them apart: such clients share one count */
+	/* The connection's last answer still on its way to this client: its place goes on here. */
+	struct connection *connection = exchange->connection;
+	if (connection != NULL &&
+	    (exchange->client_place = unsent_take(&connection->unsent, key)) != NULL)
+		return ADDRESS_TAKEN;
 	return address_counts_take(places, key, cap, &exchange->client_place);
 }
 
@@ -288,6 +294,30 @@ static void end_client_limits(struct exchange *exchange)
 	if (exchange->client_place != NULL)
 		address_counts_give(exchange->client_place);
 	exchange->client_place = NULL;
+}
+
+/*
+ * The answer is written: its last byte is in the kernel's send buffer, not
+ * yet at the client. Its client place stays with the connection until the
+ * client has the bytes (unsent.h). A place the connection still held for an
+ * earlier answer goes back now: only a proxy's connection carries several
+ * clients' answers, and a proxy sends the next request once it read the
+ * last answer, so that one has all but arrived.
+ */
+static void keep_client_place(struct exchange *exchange, struct connection *connection)
+{
+	struct address_count *place = exchange->client_place;
+	exchange->client_place = NULL;
+	end_client_limits(exchange);
+	if (place == NULL)
+		return;
+	if (connection == NULL) {
+		address_counts_give(place);
+		return;
+	}
+	unsent_free(connection->unsent);
+	connection->unsent = unsent_keep(exchange->server->base, connection->fd, place,
+					 exchange->server->send_timeout);
 }
 
 /* The request ended (answered, or the client left first: 499); counted once, as it is logged. */
@@ -338,7 +368,7 @@ static void on_complete(struct evhttp_request *req, void *arg)
 
 	count_request(exchange, exchange->status, exchange->body_length);
 	log_access(exchange, evcon, exchange->status, exchange->body_length);
-	end_client_limits(exchange);
+	keep_client_place(exchange, connection);
 	if (exchange->send_timeouts)
 		bufferevent_set_timeouts(bev, &server->keepalive_timeout, &server->keepalive_timeout);
 	/*

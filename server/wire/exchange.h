@@ -170,11 +170,13 @@ const char *exchange_client(struct exchange *exchange);
 
 /*
  * Holds one of the client's places in the workers' table under cap until
- * the request side ends (the last byte written, or the connection gone),
- * at most one per exchange (a second call is ADDRESS_TAKEN, holding nothing
- * more). Without a table, ADDRESS_TAKEN and nothing is held.
+ * the client has the answer's last byte, or is gone (unsent.h), at most one
+ * per exchange (a second call is ADDRESS_TAKEN, holding nothing more). The
+ * client is counted by proxy_trust_client_key (an IPv6 client by its first
+ * ipv6_prefix_bits). Without a table, ADDRESS_TAKEN and nothing is held.
  */
-enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap);
+enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap,
+					     unsigned ipv6_prefix_bits);
 
 /*
  * Sends the body of the response to come at rate bytes a second once its

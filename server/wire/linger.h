@@ -10,6 +10,8 @@
 
 #include <event2/event.h>
 
+#include "wire/unsent.h"
+
 /* The longest a closing connection is read before it is closed anyway. */
 #define LINGER_MS 2000
 
@@ -29,10 +31,12 @@ void linger_set_init(struct linger_set *set, struct event_base *base, void (*on_
 		     void *arg);
 
 /*
- * Takes fd (always: it is closed at once when the lingering cannot be set
- * up): shuts it down for writing, reads it until the end, then closes it.
+ * Takes fd and unsent, its wait for the client to have the bytes (NULL:
+ * none), always (fd is closed and unsent freed at once when the lingering
+ * cannot be set up): shuts fd down for writing, reads it until the end and
+ * until unsent holds no place, then closes it.
  */
-void linger_close(struct linger_set *set, evutil_socket_t fd);
+void linger_close(struct linger_set *set, evutil_socket_t fd, struct unsent *unsent);
 
 /* Closes every socket still lingering, without waiting (the loop is stopping). */
 void linger_set_clear(struct linger_set *set);

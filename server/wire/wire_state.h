@@ -11,6 +11,7 @@
  *                 line and counters, the head and body written (whole or streamed); the
  *                 one file that uses evhttp's private structures (event2/http_struct.h)
  *   wait.c        the wait for work finishing elsewhere, watching the client meanwhile
+ *   unsent.c      a written answer's client place, kept until the client has the bytes
  *   feed.c        a body moved to the output a part at a time (pacing, the disk's windows);
  *                 it knows nothing of the others: it is told through its sink's callbacks
  */
@@ -28,6 +29,7 @@
 #include "http/request_scan.h"
 #include "wire/feed.h"
 #include "wire/linger.h"
+#include "wire/unsent.h"
 
 /* exchange.h's callback types, written out: that header is the wire's face, this its inside. */
 struct exchange;
@@ -74,6 +76,8 @@ struct connection {
 	int peer_closed;		       /* the client's FIN arrived while evhttp was not reading */
 	int counted;			       /* holds a place under --max-connections */
 	struct event *last_call;	       /* draining: the wait for a request on its way */
+	struct unsent *unsent;		       /* the last answer's client place, until the
+						  client has the bytes (unsent.h); NULL: none */
 };
 
 struct exchange_server {

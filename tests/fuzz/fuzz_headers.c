@@ -1,7 +1,7 @@
 /*
  * Fuzzes the parsers of client-supplied header values: entity-tag lists,
- * HTTP dates, If-Range, X-Forwarded-For. Each must terminate without a
- * memory error; a parsed date must format back to a parseable date.
+ * HTTP dates, If-Range, X-Forwarded-For, a client's key. Each must terminate
+ * without a memory error; a parsed date must format back to a parseable date.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +44,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	struct cidr any;
 	cidr_parse(text, &any);
+	/*
+	 * A client's key: an IPv4 (or mapped) address's whatever the prefix, an
+	 * IPv6 address's first bits of it and zeros past them.
+	 */
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	uint8_t key[16], whole[16];
+	unsigned bits = size > 0 ? 32 + (unsigned)data[0] % 97 : 64;
+	if (proxy_trust_client_key(text, bits, key) == 0) {
+		if (proxy_trust_client_key(text, 128, whole) != 0)
+			abort();
+		int ipv4 = memcmp(whole, mapped, sizeof(mapped)) == 0;
+		for (unsigned bit = 0; bit < 128; bit++) {
+			int in_key = (key[bit / 8] >> (7 - bit % 8)) & 1;
+			int in_whole = (whole[bit / 8] >> (7 - bit % 8)) & 1;
+			if (in_key != (ipv4 || bit < bits ? in_whole : 0))
+				abort();
+		}
+	}
 	free(text);
 	return 0;
 }

@@ -20,6 +20,8 @@ shipped file cannot silently stop being tested):
       of the VCLs" says: the '#' of the VCL's one include line for it removed; ADAPT values of
       a block's file (the url-signing key file's path, the request limit) substituted the same
       way as the VCL's
+  any nginx site, when a test turns its per-client cap on (limit_conn_on): the limit_conn line
+      uncommented, as README says, with the test's count
 
 Nginx runs in the foreground (`daemon off`) from a generated main nginx.conf in its own directory
 (pid, logs, temp paths there) that includes the site file the way Debian's nginx.conf includes
@@ -49,7 +51,7 @@ VARNISHADM_BIN = shutil.which("varnishadm") or "/usr/bin/varnishadm"
 
 # The values the shipped files hold, and what the tests put in their place.
 SHIPPED_UPSTREAM = "server 127.0.0.1:23001;"
-SHIPPED_LISTEN = "listen 127.0.0.1:8080;"
+SHIPPED_LISTEN = "listen 127.0.0.1:8080"   # the rest of the line (sndbuf) is kept
 SHIPPED_MEDIA_ROOT = "alias /srv/music/;"
 SHIPPED_ACCEL_PREFIX = "/protected/music/"   # musicd --x-accel-redirect matching the site
 SHIPPED_BACKEND_PORT = '.port = "8080";'
@@ -75,14 +77,16 @@ def substitute(text, replacements, source="config"):
     return text
 
 
-def nginx_site_text(musicd_port, nginx_port, offload=False, media_root=None, more_roots=()):
+def nginx_site_text(musicd_port, nginx_port, offload=False, media_root=None, more_roots=(),
+                    adapt=()):
     """The shipped site file (proxy or offload variant) for these ports and media root.
     more_roots (offload): (prefix, root) of musicd's further --x-accel-redirect and
     --media-root pairs, each served by a copy of the shipped internal location, as the site's
-    "Several media roots" says."""
+    "Several media roots" says; adapt: more (old, new) replacements, as a user would make at an
+    ADAPT mark."""
     path = NGINX_OFFLOAD_SITE if offload else NGINX_SITE
     replacements = [(SHIPPED_UPSTREAM, f"server 127.0.0.1:{musicd_port};"),
-                    (SHIPPED_LISTEN, f"listen 127.0.0.1:{nginx_port};")]
+                    (SHIPPED_LISTEN, f"listen 127.0.0.1:{nginx_port}"), *adapt]
     text = path.read_text()
     if offload:
         root = str(media_root).rstrip("/") + "/"
@@ -134,12 +138,13 @@ def _origin_replacements(origin_ports, old, new):
             for (host, port), origin_port in zip(SHIPPED_ORIGINS, origin_ports)]
 
 
-def nginx_cluster_site_text(origin_ports, nginx_port, fail_timeout=FAIL_TIMEOUT):
-    """The shipped cluster site for these origins' ports and nginx's port."""
+def nginx_cluster_site_text(origin_ports, nginx_port, fail_timeout=FAIL_TIMEOUT, adapt=()):
+    """The shipped cluster site for these origins' ports and nginx's port; adapt as for
+    nginx_site_text."""
     replacements = _origin_replacements(origin_ports, lambda host, port: f"server {host}:{port} ",
                                         lambda port: f"server 127.0.0.1:{port} ")
     replacements += [(SHIPPED_FAIL_TIMEOUT, f"fail_timeout={fail_timeout}"),
-                     (SHIPPED_LISTEN, f"listen 127.0.0.1:{nginx_port};")]
+                     (SHIPPED_LISTEN, f"listen 127.0.0.1:{nginx_port}"), *adapt]
     return substitute(NGINX_CLUSTER_SITE.read_text(), replacements, NGINX_CLUSTER_SITE.name)
 
 
@@ -189,6 +194,16 @@ def request_limit_on(limit):
 def cors_origins_on(origin):
     """The adapt pairs that turn the cors block on, listing one origin (scheme://host:port)."""
     return [block_on("cors"), (SHIPPED_CORS_ORIGINS, f'"^({re.escape(origin)})$"')]
+
+
+# The shipped nginx sites' per-client cap, off as shipped: README's way to turn it on is to
+# uncomment the limit_conn line with musicd's --max-streams-per-client.
+SHIPPED_LIMIT_CONN = "#limit_conn musicd_streams 2;"
+
+
+def limit_conn_on(count):
+    """The adapt pair that turns a shipped nginx site's limit_conn on at count streams."""
+    return [(SHIPPED_LIMIT_CONN, f"limit_conn musicd_streams {count};")]
 
 
 def nginx_main_conf(directory, site_path, worker_processes=1, extra_http=""):
@@ -438,11 +453,12 @@ class FrontendFactory:
                 if attempt == START_ATTEMPTS - 1:
                     raise
 
-    def nginx(self, musicd_port, offload=False, media_root=None, more_roots=()):
+    def nginx(self, musicd_port, offload=False, media_root=None, more_roots=(), adapt=()):
         def make():
             port = free_port()
             return Nginx(self._dir("nginx"),
-                         nginx_site_text(musicd_port, port, offload, media_root, more_roots),
+                         nginx_site_text(musicd_port, port, offload, media_root, more_roots,
+                                         adapt),
                          port)
         return self._start(make)
 
@@ -451,12 +467,12 @@ class FrontendFactory:
                                            varnish_vcl_files(nginx_port, probe_interval, adapt),
                                            free_port()))
 
-    def nginx_cluster(self, origin_ports, fail_timeout=FAIL_TIMEOUT):
+    def nginx_cluster(self, origin_ports, fail_timeout=FAIL_TIMEOUT, adapt=()):
         """nginx from the shipped cluster site, its upstream the given origins' ports."""
         def make():
             port = free_port()
             return Nginx(self._dir("nginx"),
-                         nginx_cluster_site_text(origin_ports, port, fail_timeout), port)
+                         nginx_cluster_site_text(origin_ports, port, fail_timeout, adapt), port)
         return self._start(make)
 
     def varnish_cluster(self, origin_ports, probe_interval=PROBE_INTERVAL, adapt=()):

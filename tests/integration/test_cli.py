@@ -120,6 +120,8 @@ def test_option_without_its_value_exits_2(musicd, mongo, db, library):
     ("--listen", "nowhere"), ("--listen", "127.0.0.1:99999"),
     ("--limit-rate", "fast"), ("--limit-rate", "2T"), ("--limit-rate-after", "-1"),
     ("--max-streams-per-client", "-1"), ("--max-streams-per-client", "two"),
+    ("--client-ipv6-prefix", "31"), ("--client-ipv6-prefix", "129"),
+    ("--client-ipv6-prefix", "/64"),
 ])
 def test_invalid_option_value_exits_2_naming_it(musicd, mongo, db, library, option, value):
     port = free_port()

@@ -56,6 +56,21 @@ def test_malformed_object_id_is_400(server, library):
     for bad in bad_ids:
         resp = get(server, f"/musicdb/{bad}/a.mp3")
         assert_error(resp, 400)
+        # What is wrong, in one line, and nothing of what was sent.
+        assert resp.content == b"400 Bad Request: the track id must be 24 hexadecimal digits\n"
+
+
+def test_a_malformed_object_id_to_head_is_400_without_a_body(server):
+    target = "/musicdb/0123456789abcdef0123456g/a.mp3"
+    got, head = get(server, target), get(server, target, method="HEAD")
+    assert_error(head, 400, head=True)
+    assert head.headers["Content-Length"] == str(len(got.content))
+
+
+def test_a_400_for_an_id_echoes_nothing_of_it(server):
+    resp = get(server, "/musicdb/%3Cscript%3Ealert(1)%3C%2Fscript%3E/a.mp3")
+    assert_error(resp, 400)
+    assert b"script" not in resp.content and b"alert" not in resp.content
 
 
 def test_paths_off_the_route_are_404(server, library):

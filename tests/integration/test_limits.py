@@ -57,9 +57,9 @@ def request(target, headers=None, method="GET"):
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-def read_head(sock):
-    """The response head (status, {lower-case name: value}) and the body bytes read with it."""
-    data = b""
+def read_head(sock, data=b""):
+    """The response head (status, {lower-case name: value}) and the body bytes read with it;
+    data: bytes of it read already."""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(4096)
         assert chunk, f"closed before a whole head: {data!r}"
@@ -79,7 +79,22 @@ class Held:
     def __init__(self, port, target, source_ip="127.0.0.1", headers=None):
         self.sock = connect_from(source_ip, port, rcvbuf=HOLD_RCVBUF)
         self.sock.sendall(request(target, headers))
-        self.status, self.headers, _ = read_head(self.sock)
+        self.status, self.headers, self.rest = read_head(self.sock)
+
+    def read_body(self):
+        """The rest of the body (Content-Length), read now; the connection stays open."""
+        body = bytearray(self.rest)
+        length = int(self.headers["content-length"])
+        while len(body) < length:
+            chunk = self.sock.recv(1 << 16)
+            assert chunk, f"closed after {len(body)} of {length} body bytes"
+            body += chunk
+        self.rest = bytes(body[length:])
+        return bytes(body[:length])
+
+    def next_answer(self):
+        """The next answer's head on the connection, once the last body was read."""
+        self.status, self.headers, self.rest = read_head(self.sock, self.rest)
 
     def reset(self):
         httpraw.abort(self.sock)
@@ -394,6 +409,117 @@ def test_a_download_manager_with_16_connections_gets_the_exact_file_within_a_cap
     assert metric(server, "musicd_client_streams_refused_total") == statuses.count("429")
 
 
+# -- a track the kernel's buffers take whole ------------------------------------------------
+# A 2 MiB track goes into the socket buffers between musicd and a client reading slowly within a
+# millisecond (on loopback the send buffer grows to 4 MiB): its answer is written long before the
+# client has it. The place is held until the client's TCP acknowledged every byte.
+
+TWO_MIB = 2 * 1024 * KIB
+# Between two downloads a client opens: time for a server to write all it would of the ones open.
+OPENING_PAUSE = 0.3
+
+
+def two_mib_track(library, tmp_path):
+    source = tmp_path / "two.mp3"
+    source.write_bytes(library.media.big.read_bytes()[:TWO_MIB])
+    return library.add(source, "two.mp3")
+
+
+def open_downloads(port, target, source_ip, count, headers=None):
+    """count downloads of target opened one after another by one client reading slowly (a small
+    receive buffer, no body byte read): each once the head before it arrived and the server had
+    OPENING_PAUSE to write what it would."""
+    downloads = []
+    for _ in range(count):
+        downloads.append(Held(port, target, source_ip, headers))
+        time.sleep(OPENING_PAUSE)
+    return downloads
+
+
+def test_a_client_reading_2_mib_tracks_slowly_gets_the_cap_and_429s(musicd, library, tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "2"])
+    downloads = open_downloads(server.port, track.url_path, "127.0.0.12", 6)
+    assert [d.status for d in downloads] == [200, 200] + [429] * 4
+    assert metric(server, "musicd_client_streams") == 2
+    assert metric(server, "musicd_client_streams_refused_total") == 4
+    # The two complete (the client reads them): their places come back.
+    for d in downloads[:2]:
+        assert d.read_body() == track.data
+    wait_streams(server, 0)
+    again = open_downloads(server.port, track.url_path, "127.0.0.12", 3)
+    assert [d.status for d in again] == [200, 200, 429]
+    for d in downloads + again:
+        d.close()
+    wait_streams(server, 0)
+
+
+def test_places_held_for_unread_bytes_come_back_when_the_client_resets(musicd, library, tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "2"])
+    downloads = open_downloads(server.port, track.url_path, "127.0.0.13", 2)
+    assert [d.status for d in downloads] == [200, 200]
+    wait_streams(server, 2)
+    for d in downloads:
+        d.reset()
+    wait_streams(server, 0)
+    assert get_from("127.0.0.13", server, track.url_path)[2] == track.data
+
+
+def test_a_kept_alive_connection_holds_no_place_once_the_client_has_the_bytes(musicd, library,
+                                                                              tmp_path):
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "1"])
+    held = Held(server.port, track.url_path, "127.0.0.14")
+    assert held.status == 200
+    assert held.read_body() == track.data
+    wait_streams(server, 0)   # the connection is open, idle, and everything arrived
+    status, _, body = get_from("127.0.0.14", server, track.url_path)
+    assert status == 200 and body == track.data
+    held.close()
+
+
+def test_the_next_request_on_a_connection_takes_over_its_place(musicd, library, tmp_path):
+    """One connection's answers go out in order, one at a time: a request sent on it while the
+    last answer is still on its way to the client is no second stream."""
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "1"])
+    held = Held(server.port, track.url_path, "127.0.0.15")
+    assert held.status == 200
+    time.sleep(OPENING_PAUSE)   # the answer is written; the client read nothing of it
+    assert get_from("127.0.0.15", server, track.url_path)[0] == 429   # another connection
+    held.sock.sendall(request(track.url_path, {"Range": "bytes=0-99"}))
+    assert held.read_body() == track.data
+    held.next_answer()
+    assert held.status == 206, held.headers
+    assert held.read_body() == track.data[:100]
+    assert metric(server, "musicd_client_streams_refused_total") == 1
+    wait_streams(server, 0)
+    held.close()
+
+
+def test_a_closing_answer_holds_its_place_until_the_client_has_the_bytes(musicd, library,
+                                                                         tmp_path):
+    """Connection: close: the socket is shut down after the answer, and kept (past the lingering
+    close's 2 s) until the client has what it has not read yet; so is a client that half-closed
+    after its request."""
+    track = two_mib_track(library, tmp_path)
+    server = musicd.start(extra_args=["--max-streams-per-client", "2"])
+    closing = Held(server.port, track.url_path, "127.0.0.16", {"Connection": "close"})
+    half_closed = connect_from("127.0.0.16", server.port, rcvbuf=HOLD_RCVBUF)
+    half_closed.sendall(request(track.url_path))
+    half_closed.shutdown(socket.SHUT_WR)
+    assert closing.status == 200 and read_head(half_closed)[0] == 200
+    time.sleep(3)   # LINGER_MS, and more
+    assert metric(server, "musicd_client_streams") == 2
+    assert get_from("127.0.0.16", server, track.url_path)[0] == 429
+    assert closing.read_body() == track.data
+    wait_streams(server, 1)
+    half_closed.close()
+    wait_streams(server, 0)
+    closing.close()
+
+
 # -- attacks ----------------------------------------------------------------------------------
 
 @pytest.mark.load
@@ -486,6 +612,64 @@ def test_behind_a_trusted_proxy_the_named_client_is_capped_and_the_rate_handed_o
     assert seconds < scaled(3), f"musicd paced a proxied client itself: {seconds:.2f} s"
     assert metric(server, "musicd_paced_responses_total") == 0
     held.close()
+
+
+# -- IPv6 clients: one home network or phone is one /64 --------------------------------------
+# Loopback has one IPv6 address, so the clients are named by a trusted proxy's X-Forwarded-For.
+
+def streams_of(server, track, clients, cap_headers=None):
+    """A held stream for each X-Forwarded-For client in turn, through a trusted proxy at
+    127.0.0.1: their statuses (the streams are closed after)."""
+    held = [Held(server.port, track.url_path, "127.0.0.1", {"X-Forwarded-For": client})
+            for client in clients]
+    statuses = [h.status for h in held]
+    for h in held:
+        h.close()
+    wait_streams(server, 0)
+    return statuses
+
+
+def test_ipv6_clients_of_one_64_share_the_cap(musicd, library):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "2"])
+    one_64 = ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff:ffff:ffff:ffff",
+              "2001:0DB8:1:2:0:0:0:3", "2001:db8:1:2:8000::", "2001:db8:1:2:1:2:3:4"]
+    assert streams_of(server, track, one_64) == [200, 200, 429, 429, 429, 429]
+    assert metric(server, "musicd_client_streams_refused_total") == 4
+
+
+def test_ipv6_clients_of_other_64s_have_caps_of_their_own(musicd, library):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "1"])
+    other_64s = ["2001:db8:1:2::1", "2001:db8:1:3::1", "2001:db8:2:2::1", "2001:db9:1:2::1",
+                 "2001:db8:1:2:ffff::1"]   # the last one shares the first one's /64
+    assert streams_of(server, track, other_64s) == [200, 200, 200, 200, 429]
+
+
+def test_client_ipv6_prefix_sets_how_many_bits_make_a_client(musicd, library):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "1",
+                                      "--client-ipv6-prefix", "56"])
+    # A /56: 2001:db8:1:200::/56 holds 2001:db8:1:2ff::; 2001:db8:1:300:: is another one.
+    clients = ["2001:db8:1:200::1", "2001:db8:1:2ff::1", "2001:db8:1:300::1"]
+    assert streams_of(server, track, clients) == [200, 429, 200]
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "1",
+                                      "--client-ipv6-prefix", "128"])
+    one_64 = ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2::1"]
+    assert streams_of(server, track, one_64) == [200, 200, 429]
+
+
+def test_an_ipv4_mapped_client_is_its_ipv4_address(musicd, library):
+    track = library.add(library.media.big, "big.mp3")
+    server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32",
+                                      "--max-streams-per-client", "1"])
+    # Not a /64 of IPv6 (::ffff:0:0/64 would hold every IPv4 client): one address, one client.
+    clients = ["198.51.100.9", "::ffff:198.51.100.9", "::ffff:198.51.100.10", "198.51.100.10"]
+    assert streams_of(server, track, clients) == [200, 429, 200, 429]
 
 
 def test_offloaded_answers_hand_the_rate_to_nginx_and_hold_no_stream(musicd, library):

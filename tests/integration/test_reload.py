@@ -274,6 +274,20 @@ def test_per_client_limits_change(musicd, mongo, db, library, tmp_path):
     assert [g.status for g in again] == [200, 200] and again[0].elapsed < scaled(3), again
 
 
+def test_client_ipv6_prefix_changes(musicd, mongo, db, library, tmp_path):
+    track = library.add(library.media.big, "limited.mp3")
+    r = start(musicd, mongo, db, library, tmp_path, trusted_proxy="127.0.0.1/32",
+              max_streams_per_client="1")
+    held = Held(r.port, track.url_path, headers={"X-Forwarded-For": "2001:db8:1:2::1"})
+    assert held.status == 200
+    neighbour = {"X-Forwarded-For": "2001:db8:1:2::2"}
+    assert r.get(track, neighbour).status == 429   # the same /64
+    r.write(client_ipv6_prefix="128")
+    assert "client-ipv6-prefix" in r.hup()
+    assert r.get(track, neighbour).status == 200   # an address of its own now
+    held.close()
+
+
 def test_lookup_cache_ttl_changes_for_ids_already_cached(musicd, mongo, db, library, tmp_path):
     track = library.add(library.media.short, "before.mp3")
     other = library.place(library.media.big, "after.mp3")
@@ -528,7 +542,7 @@ LIVE = {"lookup-cache-ttl", "lookup-cache-negative-ttl", "open-file-cache-valid"
         "open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",
         "trusted-proxy", "access-log", "log-level", "cors-origin", "url-signing-key-file",
         "url-signing-leeway", "url-signing-parameter", "limit-rate", "limit-rate-after",
-        "max-streams-per-client"}
+        "max-streams-per-client", "client-ipv6-prefix"}
 CONF_SETTING = re.compile(r"^#?([a-z][a-z0-9-]*)\s*=")
 
 

@@ -357,6 +357,70 @@ def test_a_chunk_extension_is_ignored_not_refused(server, library):
             assert resp.status == 200 and resp.body == track.data
 
 
+# Each 400 the scan answers, and the one line its body says why in: a fixed text, never the bytes
+# the client sent.
+WHY_400 = [
+    ("version", b"GET / HTTP/-1.1\r\nHost: h\r\n\r\n", b"the HTTP version is malformed"),
+    ("version-byte", b"GET / HTTP/1.1\x01\r\nHost: h\r\n\r\n", b"the HTTP version is malformed"),
+    ("target-byte", b"GET /a\x7fb HTTP/1.1\r\nHost: h\r\n\r\n",
+     b"the request target is malformed"),
+    ("target-form", b"GET ftp://h/a HTTP/1.1\r\nHost: h\r\n\r\n", b"the request target is malformed"),
+    ("method", b"G(T / HTTP/1.1\r\nHost: h\r\n\r\n", b"the method is malformed"),
+    ("no-host", b"GET / HTTP/1.1\r\n\r\n", b"an HTTP/1.1 request needs exactly one Host field"),
+    ("two-hosts", b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+     b"an HTTP/1.1 request needs exactly one Host field"),
+    ("host", b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", b"the Host field is malformed"),
+    ("three-lengths", b"GET / HTTP/1.1\r\nHost: h\r\n" + b"Content-Length: 0\r\n" * 3 + b"\r\n",
+     b"too many Content-Length or Transfer-Encoding fields"),
+    ("length-and-chunked",
+     b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+     b"Content-Length or Transfer-Encoding leaves the body's length unclear"),
+    ("length-not-a-number", b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length: five\r\n\r\n",
+     b"Content-Length or Transfer-Encoding leaves the body's length unclear"),
+    ("bare-cr", b"GET / HTTP/1.1\rHost: h\r\n\r\n", b"a CR is not followed by LF"),
+    ("bare-cr-field", b"GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n", b"a CR is not followed by LF"),
+    ("obs-fold", b"GET / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n folded\r\n\r\n",
+     b"a field line is folded (obsolete line folding)"),
+    ("empty-name", b"GET / HTTP/1.1\r\nHost: h\r\n: empty name\r\n\r\n",
+     b"a field name is malformed"),
+    ("space-before-colon", b"GET / HTTP/1.1\r\nHost: h\r\nContent-Length : 5\r\n\r\n",
+     b"whitespace between a field name and its colon"),
+    ("nul", b"GET / HTTP/1.1\r\nHost: h\r\nX-A: a\x00b\r\n\r\n", b"a field value holds a NUL"),
+    ("chunk-size", CHUNKED_HEAD % b"/" + b"0x5\r\nhello\r\n0\r\n\r\n",
+     b"a chunk size is malformed"),
+    ("chunk-extension", CHUNKED_HEAD % b"/" + b"5;a\x01\r\nhello\r\n0\r\n\r\n",
+     b"a chunk extension is malformed"),
+    ("chunk-crlf", CHUNKED_HEAD % b"/" + b"5\r\nhello\n0\r\n\r\n",
+     b"a chunk line does not end with CRLF"),
+    ("trailer", CHUNKED_HEAD % b"/" + b"0\r\nX\x01: t\r\n\r\n", b"a trailer field is malformed"),
+]
+
+
+@pytest.mark.parametrize("data,why", [(data, why) for _, data, why in WHY_400],
+                         ids=[name for name, _, _ in WHY_400])
+def test_each_400_says_why_in_one_line(server, data, why):
+    # (fails before the change: every body was "400 Bad Request\n".)
+    resp = refused(server.port, data, 400)
+    assert resp.body == b"400 Bad Request: " + why + b"\n"
+
+
+def test_a_400_to_head_says_why_in_no_body(server):
+    get_answer = refused(server.port, b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400)
+    head_answer = refused(server.port, b"HEAD / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, head=True)
+    assert head_answer.body == b""
+    assert head_answer.header("Content-Length") == str(len(get_answer.body))
+
+
+def test_a_400_echoes_nothing_the_client_sent(server):
+    marker = b"<script>alert(1)</script>"
+    for data in (b"GET /" + marker + b"\x01 HTTP/1.1\r\nHost: h\r\n\r\n",
+                 b"GET / HTTP/1.1\r\nHost: h\r\nX-" + marker + b" : v\r\n\r\n",
+                 b"GET / HTTP/1.1\r\nHost: " + marker + b" x\r\n\r\n"):
+        resp = refused(server.port, data, 400)
+        answer = resp.raw_head + resp.body
+        assert b"script" not in answer and b"alert" not in answer, answer
+
+
 @pytest.mark.shared_server(False)  # reads the last line of its musicd's access log
 def test_an_absolute_form_target_is_served_as_its_origin_form(server, library):
     # (fails before the fix: it was a "proxy request": 404 and the connection closed.)

@@ -653,12 +653,17 @@ static void test_place_a_trusted_client_is_a_proxys_own_request(void **state)
 			 PROXY_TRUST_PROXY_ITSELF);
 }
 
-static void assert_key(const char *text, const uint8_t expected[16])
+static void assert_key_at(const char *text, unsigned ipv6_prefix_bits, const uint8_t expected[16])
 {
 	uint8_t key[16];
 	memset(key, 0xaa, sizeof(key));
-	assert_int_equal(proxy_trust_address_key(text, key), 0);
+	assert_int_equal(proxy_trust_client_key(text, ipv6_prefix_bits, key), 0);
 	assert_memory_equal(key, expected, 16);
+}
+
+static void assert_key(const char *text, const uint8_t expected[16])
+{
+	assert_key_at(text, 64, expected);
 }
 
 static void test_key_of_ipv4_is_its_ipv4_mapped_ipv6_address(void **state)
@@ -668,14 +673,47 @@ static void test_key_of_ipv4_is_its_ipv4_mapped_ipv6_address(void **state)
 	assert_key("192.0.2.7", mapped);
 	assert_key("::ffff:192.0.2.7", mapped);
 	assert_key("::FFFF:c000:0207", mapped);
+	/* Whatever the IPv6 prefix: an IPv4 client is its address, mapped or not. */
+	assert_key_at("192.0.2.7", 32, mapped);
+	assert_key_at("::ffff:192.0.2.7", 32, mapped);
+	assert_key_at("::ffff:192.0.2.7", 128, mapped);
 }
 
-static void test_key_of_ipv6_is_its_sixteen_bytes(void **state)
+static void test_key_of_ipv6_is_its_first_64_bits_by_default(void **state)
 {
 	(void)state;
-	static const uint8_t address[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-	assert_key("2001:db8::1", address);
-	assert_key("2001:0DB8:0:0:0:0:0:1", address);
+	static const uint8_t prefix[16] = {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01, 0x00, 0x02};
+	assert_key("2001:db8:1:2::1", prefix);
+	assert_key("2001:0DB8:1:2:0:0:0:1", prefix);
+	assert_key("2001:db8:1:2:ffff:ffff:ffff:ffff", prefix);
+	assert_key("2001:db8:1:2:a::b", prefix);
+}
+
+static void test_keys_of_other_ipv6_prefixes_differ(void **state)
+{
+	(void)state;
+	uint8_t a[16], b[16];
+	assert_int_equal(proxy_trust_client_key("2001:db8:1:2::1", 64, a), 0);
+	assert_int_equal(proxy_trust_client_key("2001:db8:1:3::1", 64, b), 0);
+	assert_memory_not_equal(a, b, 16);
+	/* ::ffff:0:0/96 is IPv4: no IPv6 prefix is ever an IPv4 client's key. */
+	assert_int_equal(proxy_trust_client_key("::fffe:0:0:0:0", 64, a), 0);
+	assert_int_equal(proxy_trust_client_key("0.0.0.0", 64, b), 0);
+	assert_memory_not_equal(a, b, 16);
+}
+
+static void test_key_of_ipv6_at_other_prefixes(void **state)
+{
+	(void)state;
+	static const uint8_t whole[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1};
+	static const uint8_t at_48[16] = {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01};
+	static const uint8_t at_56[16] = {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01, 0xab};
+	static const uint8_t at_60[16] = {0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01, 0xab, 0xc0};
+	assert_key_at("2001:db8:1:2::1", 128, whole);
+	assert_key_at("2001:db8:1:ffff::1", 48, at_48);
+	assert_key_at("2001:db8:1:abcd::1", 56, at_56);
+	assert_key_at("2001:db8:1:abcd::1", 60, at_60);
+	assert_key_at("2001:db8:1:abcf::1", 60, at_60);
 }
 
 static void test_key_of_what_is_not_an_address_is_refused(void **state)
@@ -685,10 +723,10 @@ static void test_key_of_what_is_not_an_address_is_refused(void **state)
 	const char *refused[] = {"", "-", "unknown", "192.0.2.7:80", "[2001:db8::1]", "10.0.0.0/8",
 				 " 192.0.2.7"};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-		if (proxy_trust_address_key(refused[i], key) != -1)
+		if (proxy_trust_client_key(refused[i], 64, key) != -1)
 			fail_msg("\"%s\" gave a key", refused[i]);
 	}
-	assert_int_equal(proxy_trust_address_key(NULL, key), -1);
+	assert_int_equal(proxy_trust_client_key(NULL, 64, key), -1);
 }
 
 #define TEST(name) cmocka_unit_test_setup(name, setup)
@@ -700,7 +738,9 @@ int main(void)
 		TEST(test_place_a_trusted_peer_naming_an_untrusted_client_faces_it),
 		TEST(test_place_a_trusted_client_is_a_proxys_own_request),
 		TEST(test_key_of_ipv4_is_its_ipv4_mapped_ipv6_address),
-		TEST(test_key_of_ipv6_is_its_sixteen_bytes),
+		TEST(test_key_of_ipv6_is_its_first_64_bits_by_default),
+		TEST(test_keys_of_other_ipv6_prefixes_differ),
+		TEST(test_key_of_ipv6_at_other_prefixes),
 		TEST(test_key_of_what_is_not_an_address_is_refused),
 		TEST(test_cidr_an_ipv4_address_alone_is_a_host),
 		TEST(test_cidr_an_ipv4_prefix_is_read),

@@ -27,7 +27,7 @@ static const char *const LIVE_SETTINGS[] = {
 	"open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",
 	"trusted-proxy", "access-log", "log-level", "cors-origin",
 	"url-signing-key-file", "url-signing-leeway", "url-signing-parameter",
-	"limit-rate", "limit-rate-after", "max-streams-per-client",
+	"limit-rate", "limit-rate-after", "max-streams-per-client", "client-ipv6-prefix",
 	"disk-queue-timeout", "disk-window",
 };
 #define LIVE_COUNT (sizeof(LIVE_SETTINGS) / sizeof(LIVE_SETTINGS[0]))

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,6 +279,46 @@ static void test_content_range_that_does_not_fit_is_refused(void **state)
 	assert_int_equal(response_content_range(out, 15, 0, 1, 20000), 0);
 }
 
+static void assert_error_body(int status, const char *why, const char *expected)
+{
+	char body[RESPONSE_ERROR_BODY_SIZE];
+	memset(body, 'x', sizeof(body));
+	assert_int_equal(response_error_body(body, status, why), strlen(expected));
+	assert_string_equal(body, expected);
+}
+
+static void test_error_body_is_the_status_line_without_a_why(void **state)
+{
+	(void)state;
+	assert_error_body(404, NULL, "404 Not Found\n");
+	assert_error_body(429, NULL, "429 Too Many Requests\n");
+}
+
+static void test_error_body_says_why_on_the_same_line(void **state)
+{
+	(void)state;
+	assert_error_body(400, "the track id must be 24 hexadecimal digits",
+			  "400 Bad Request: the track id must be 24 hexadecimal digits\n");
+}
+
+static void test_error_body_leaves_out_a_why_it_cannot_hold_whole(void **state)
+{
+	(void)state;
+	char longest[RESPONSE_ERROR_BODY_SIZE];
+	size_t room = RESPONSE_ERROR_BODY_SIZE - strlen("400 Bad Request: \n") - 1;
+	memset(longest, 'a', room);
+	longest[room] = '\0';
+	char expected[2 * RESPONSE_ERROR_BODY_SIZE];
+	snprintf(expected, sizeof(expected), "400 Bad Request: %s\n", longest);
+	assert_error_body(400, longest, expected); /* exactly fits */
+	char longer[RESPONSE_ERROR_BODY_SIZE + 1];
+	memset(longer, 'a', room + 1);
+	longer[room + 1] = '\0';
+	assert_error_body(400, longer, "400 Bad Request\n"); /* one more: left out, not cut */
+	assert_error_body(400, "two\nlines", "400 Bad Request\n");
+	assert_error_body(400, "a \x1b[31m colour", "400 Bad Request\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +340,9 @@ int main(void)
 		cmocka_unit_test(test_file_lines_refuse_an_unsafe_cache_control),
 		cmocka_unit_test(test_content_range_is_written_in_full),
 		cmocka_unit_test(test_content_range_that_does_not_fit_is_refused),
+		cmocka_unit_test(test_error_body_is_the_status_line_without_a_why),
+		cmocka_unit_test(test_error_body_says_why_on_the_same_line),
+		cmocka_unit_test(test_error_body_leaves_out_a_why_it_cannot_hold_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

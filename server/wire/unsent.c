@@ -1,0 +1,144 @@
+/*
+ * unsent: the wait for a socket's send queue to empty (see unsent.h). A
+ * look is one ioctl(SIOCOUTQ) and one getsockopt(TCP_INFO) (a reset
+ * connection is CLOSE, and its queue is left as it was: the count alone
+ * would wait out the stall time).
+ */
+#include "wire/unsent.h"
+
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "base/clock.h"
+
+struct unsent {
+	evutil_socket_t fd;	     /* the owner's; never closed here */
+	struct address_count *place; /* NULL once given back */
+	struct event *timer;
+	unsigned next_ms;	     /* the gap before the next look */
+	int queued;		     /* the queue at the last look */
+	struct timespec progress;    /* when the queue last shrank */
+	long stall_ms;
+	void (*done)(void *arg);
+	void *done_arg;
+};
+
+/* Bytes the client has not acknowledged yet; 0 when gone or when it cannot be told. */
+static int unsent_bytes(evutil_socket_t fd)
+{
+	struct tcp_info info;
+	socklen_t size = sizeof(info);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+	    info.tcpi_state == TCP_CLOSE)
+		return 0;
+	int queued = 0;
+	if (ioctl(fd, SIOCOUTQ, &queued) < 0 || queued < 0)
+		return 0;
+	return queued;
+}
+
+static void give_back(struct unsent *unsent)
+{
+	if (unsent->place == NULL)
+		return;
+	address_counts_give(unsent->place);
+	unsent->place = NULL;
+	event_del(unsent->timer);
+}
+
+/* Asks the queue; 1 while the place is still held. */
+static int look(struct unsent *unsent)
+{
+	if (unsent->place == NULL)
+		return 0;
+	int queued = unsent_bytes(unsent->fd);
+	if (queued < unsent->queued)
+		unsent->progress = clock_now();
+	unsent->queued = queued;
+	if (queued == 0 || clock_seconds_since(&unsent->progress) * 1000 >= unsent->stall_ms) {
+		give_back(unsent);
+		return 0;
+	}
+	return 1;
+}
+
+/* The next look, after a gap twice the last one's (at most UNSENT_LONGEST_MS). */
+static void look_later(struct unsent *unsent)
+{
+	struct timeval gap = {.tv_sec = unsent->next_ms / 1000,
+			      .tv_usec = (unsent->next_ms % 1000) * 1000};
+	evtimer_add(unsent->timer, &gap);
+	unsent->next_ms =
+		unsent->next_ms * 2 < UNSENT_LONGEST_MS ? unsent->next_ms * 2 : UNSENT_LONGEST_MS;
+}
+
+static void on_look(evutil_socket_t fd, short what, void *arg)
+{
+	struct unsent *unsent = arg;
+	(void)fd;
+	(void)what;
+	if (look(unsent)) {
+		look_later(unsent);
+		return;
+	}
+	if (unsent->done != NULL)
+		unsent->done(unsent->done_arg);
+}
+
+struct unsent *unsent_keep(struct event_base *base, evutil_socket_t fd,
+			   struct address_count *place, struct timeval stall)
+{
+	int queued = unsent_bytes(fd);
+	struct unsent *unsent = queued > 0 ? calloc(1, sizeof(*unsent)) : NULL;
+	if (unsent == NULL || (unsent->timer = evtimer_new(base, on_look, unsent)) == NULL) {
+		free(unsent);
+		address_counts_give(place);
+		return NULL;
+	}
+	unsent->fd = fd;
+	unsent->place = place;
+	unsent->queued = queued;
+	unsent->progress = clock_now();
+	unsent->stall_ms = (long)stall.tv_sec * 1000 + stall.tv_usec / 1000;
+	unsent->next_ms = UNSENT_FIRST_MS;
+	look_later(unsent);
+	return unsent;
+}
+
+int unsent_holds(const struct unsent *unsent)
+{
+	return unsent != NULL && unsent->place != NULL;
+}
+
+void unsent_when_done(struct unsent *unsent, void (*done)(void *arg), void *arg)
+{
+	unsent->done = done;
+	unsent->done_arg = arg;
+}
+
+struct address_count *unsent_take(struct unsent **unsent, const uint8_t key[ADDRESS_KEY_SIZE])
+{
+	struct unsent *wait = *unsent;
+	if (wait == NULL || !look(wait) ||
+	    memcmp(address_count_key(wait->place), key, ADDRESS_KEY_SIZE) != 0)
+		return NULL;
+	struct address_count *place = wait->place;
+	wait->place = NULL;
+	unsent_free(wait);
+	*unsent = NULL;
+	return place;
+}
+
+void unsent_free(struct unsent *unsent)
+{
+	if (unsent == NULL)
+		return;
+	give_back(unsent);
+	event_free(unsent->timer);
+	free(unsent);
+}
