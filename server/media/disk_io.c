@@ -167,14 +167,20 @@ static int cachestat_residency(int fd, uint64_t offset, uint64_t length, enum di
 static int mincore_residency(const void *map, uint64_t offset, uint64_t length,
 			     enum disk_residency *out)
 {
+	static _Atomic bool refused; /* a seccomp filter without mincore (EPERM): never again */
+	if (refused)
+		return -1;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t pages = pages_spanned(offset, length, page);
 	const char *first = (const char *)map + offset / page * page;
 	unsigned char vector[MINCORE_BATCH];
 	for (uint64_t done = 0; done < pages; done += MINCORE_BATCH) {
 		uint64_t batch = pages - done < MINCORE_BATCH ? pages - done : MINCORE_BATCH;
-		if (mincore((void *)(first + done * page), (size_t)(batch * page), vector) < 0)
+		if (mincore((void *)(first + done * page), (size_t)(batch * page), vector) < 0) {
+			if (errno == EPERM || errno == ENOSYS)
+				refused = true;
 			return -1;
+		}
 		for (uint64_t i = 0; i < batch; i++) {
 			if (!(vector[i] & 1)) {
 				*out = DISK_NOT_CACHED;
