@@ -542,7 +542,7 @@ LIVE = {"lookup-cache-ttl", "lookup-cache-negative-ttl", "open-file-cache-valid"
         "open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",
         "trusted-proxy", "access-log", "log-level", "cors-origin", "url-signing-key-file",
         "url-signing-leeway", "url-signing-parameter", "limit-rate", "limit-rate-after",
-        "max-streams-per-client", "client-ipv6-prefix"}
+        "max-streams-per-client", "client-ipv6-prefix", "disk-queue-timeout", "disk-window"}
 CONF_SETTING = re.compile(r"^#?([a-z][a-z0-9-]*)\s*=")
 
 
