@@ -39,6 +39,12 @@
  * Larger heads and bodies take a few reads.
  */
 #define READ_MAX (4096 - 128)
+/*
+ * Draining: how long an idle keep-alive connection is still read for a
+ * request its client may be sending right now (answered, with "Connection:
+ * close") before it is closed.
+ */
+#define DRAIN_LAST_CALL_MS 1000
 
 static void set_up_connection(struct connection *connection);
 static int take_over_reading(struct connection *connection);
@@ -102,7 +108,7 @@ static void connection_free(struct connection *connection)
 		event_free(connection->last_call);
 	free(connection);
 	server->connections--;
-	server_check_drained(server);
+	server->check_drained(server);
 }
 
 /*
@@ -165,7 +171,7 @@ void connection_on_lingered(void *arg)
 {
 	struct exchange_server *server = arg;
 	atomic_fetch_sub(server->settings->open_connections, 1);
-	server_check_drained(server);
+	server->check_drained(server);
 }
 
 /* Closes the connection with a lingering close: what the client sent or still sends is dropped. */
@@ -495,7 +501,7 @@ static void on_connection_freed(struct evhttp_connection *evcon, void *arg)
 {
 	struct connection *connection = arg;
 	if (connection->current != NULL)
-		exchange_end_request_side(connection->current, evcon);
+		connection->server->end_request_side(connection->current, evcon);
 	connection_free(connection);
 }
 
@@ -518,7 +524,7 @@ static void set_up_connection(struct connection *connection)
 		event_free(connection->timer);
 		free(connection);
 		server->connections--;
-		server_check_drained(server);
+		server->check_drained(server);
 		return;
 	}
 	connection->evcon = evcon;
@@ -537,7 +543,7 @@ static void set_up_connection(struct connection *connection)
 	unsigned open = atomic_fetch_add(settings->open_connections, 1) + 1;
 	metrics_count_connection(settings->metrics, open > settings->max_connections);
 	if (open > settings->max_connections) {
-		if (server_report_due(&server->refused)) {
+		if (report_due(&server->refused)) {
 			log_warn("%s%u connections open: closing new ones beyond %s %u (%u since the "
 				 "last report)",
 				 server_log_prefix(server), open - 1,
@@ -574,7 +580,7 @@ static void set_up_connection(struct connection *connection)
 	/* The first head's deadline runs from the connection's start. */
 	connection_head_begins(connection);
 	if (server->draining)
-		server_start_last_call(connection); /* taken from the backlog of a closing listener */
+		connection_start_last_call(connection); /* taken from the backlog of a closing listener */
 	/*
 	 * A client sends its request as soon as it is connected, so it is most
 	 * likely here already: read it now rather than after another epoll_wait.
@@ -811,3 +817,37 @@ struct bufferevent *connection_new(struct event_base *base, void *arg)
 	return bev;
 }
 
+/* --- Draining: an idle connection's last call --- */
+
+/* Nothing of the client's is waiting to be read: no request is on its way. */
+static int connection_silent(struct connection *connection)
+{
+	char byte;
+	if (evbuffer_get_length(bufferevent_get_input(connection->bev)) > 0)
+		return 0;
+	return recv(connection->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+}
+
+static void on_last_call(evutil_socket_t fd, short what, void *arg)
+{
+	struct connection *connection = arg;
+	(void)fd;
+	(void)what;
+	/* A request read or arriving ends with "Connection: close"; a half head, with its deadline. */
+	if (connection->current != NULL || !connection_silent(connection))
+		return;
+	/* Frees connection and this timer (not pending now). */
+	connection_linger_and_close(connection);
+}
+
+void connection_start_last_call(struct connection *connection)
+{
+	struct timeval wait = {.tv_sec = DRAIN_LAST_CALL_MS / 1000,
+			       .tv_usec = (DRAIN_LAST_CALL_MS % 1000) * 1000};
+	if (connection->last_call == NULL)
+		connection->last_call =
+			evtimer_new(connection->server->base, on_last_call, connection);
+	/* Without it the connection is closed with the loop, at the end of the grace period. */
+	if (connection->last_call != NULL)
+		evtimer_add(connection->last_call, &wait);
+}

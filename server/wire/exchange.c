@@ -26,9 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -39,10 +37,6 @@
 #define STATUS_CLIENT_CLOSED 499
 /* Connection lines read as one list of options; past this many, close is assumed. */
 #define CONNECTION_LINES_MAX 8
-/* Head writes (head, then each part of a multipart body) before leaving it to the loop. */
-#define FLUSH_WRITES_MAX 8
-/* X-Forwarded-For lines read as one list for the access log. */
-#define FORWARDED_LINES_MAX 32
 
 /* --- The request --- */
 
@@ -193,83 +187,15 @@ static int take_origin_form(struct exchange *exchange)
 	return 0;
 }
 
-/*
- * The X-Forwarded-For lines, in order (RFC 9110 reads repeated lines as one
- * list); past FORWARDED_LINES_MAX the last ones, which name the nearest hops.
- */
-static size_t forwarded_for_lines(struct evhttp_request *req, const char **lines)
+void exchange_stop_waiting(struct exchange *exchange)
 {
-	struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
-	size_t count = 0;
-	for (struct evkeyval *header = headers->tqh_first; header != NULL;
-	     header = header->next.tqe_next) {
-		if (evutil_ascii_strcasecmp(header->key, "X-Forwarded-For") != 0)
-			continue;
-		if (count == FORWARDED_LINES_MAX) {
-			memmove(lines, lines + 1, (FORWARDED_LINES_MAX - 1) * sizeof(*lines));
-			count--;
-		}
-		lines[count++] = header->value;
+	if (exchange->deadline != NULL) {
+		event_free(exchange->deadline);
+		exchange->deadline = NULL;
 	}
-	return count;
 }
 
 /* --- The client's limits --- */
-
-static const char *peer_of(struct evhttp_connection *evcon)
-{
-	char *address = NULL;
-	ev_uint16_t port = 0;
-	if (evcon != NULL)
-		evhttp_connection_get_peer(evcon, &address, &port);
-	return address != NULL ? address : "-";
-}
-
-const char *exchange_peer(const struct exchange *exchange)
-{
-	return peer_of(exchange->req != NULL ? evhttp_request_get_connection(exchange->req) : NULL);
-}
-
-/* The client as the request names it (proxy_trust.h), worked out once and kept. */
-static const char *client_of(struct exchange *exchange, struct evhttp_connection *evcon)
-{
-	if (exchange->client[0] != '\0' || exchange->req == NULL)
-		return exchange->client[0] != '\0' ? exchange->client : "-";
-	const struct settings *settings = exchange->snapshot;
-	const char *forwarded[FORWARDED_LINES_MAX];
-	char forwarded_client[PROXY_TRUST_ADDRESS_MAX];
-	size_t count = settings->trusted_proxy_count > 0 ? forwarded_for_lines(exchange->req, forwarded)
-						       : 0;
-	const char *client = proxy_trust_client_lines(settings->trusted_proxies,
-						      settings->trusted_proxy_count, peer_of(evcon),
-						      forwarded, count, forwarded_client,
-						      sizeof(forwarded_client));
-	snprintf(exchange->client, sizeof(exchange->client), "%s", client);
-	return exchange->client;
-}
-
-const char *exchange_client(struct exchange *exchange)
-{
-	return client_of(exchange,
-			 exchange->req != NULL ? evhttp_request_get_connection(exchange->req) : NULL);
-}
-
-enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap,
-					     unsigned ipv6_prefix_bits)
-{
-	struct address_counts *places = exchange->server->settings->client_places;
-	if (places == NULL || exchange->client_place != NULL)
-		return ADDRESS_TAKEN;
-	uint8_t key[ADDRESS_KEY_SIZE];
-	if (proxy_trust_client_key(exchange_client(exchange), ipv6_prefix_bits, key) < 0)
-		memset(key, 0, sizeof(key)); /* no address tells them apart: such clients share one count */
-	/* The connection's last answer still on its way to this client: its place goes on here. */
-	struct connection *connection = exchange->connection;
-	if (connection != NULL &&
-	    (exchange->client_place = unsent_take(&connection->unsent, key)) != NULL)
-		return ADDRESS_TAKEN;
-	return address_counts_take(places, key, cap, &exchange->client_place);
-}
 
 void exchange_pace(struct exchange *exchange, uint64_t rate, uint64_t after)
 {
@@ -342,7 +268,7 @@ static void log_access(struct exchange *exchange, struct evhttp_connection *evco
 	if (sent_referer != NULL)
 		url_redact(sent_referer, parameter, referer, sizeof(referer));
 	struct access_entry entry = {
-		.client = client_of(exchange, evcon),
+		.client = client_of_connection(exchange, evcon),
 		.time = exchange->started_wall,
 		.method = exchange_method(exchange),
 		.target = target,
@@ -391,11 +317,11 @@ static void on_complete(struct evhttp_request *req, void *arg)
 		 */
 		if (evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
 				      "close") == 0) {
-			wait_stop(exchange); /* its watch on the socket goes first */
+			exchange_stop_waiting(exchange); /* its watch on the socket goes first */
 			connection_linger_after(server, bev);
 		}
 	}
-	wait_stop(exchange);
+	exchange_stop_waiting(exchange);
 	if (connection != NULL) {
 		connection->current = NULL;
 		connection_schedule_refusal(connection);
@@ -405,7 +331,7 @@ static void on_complete(struct evhttp_request *req, void *arg)
 				connection_head_begins(connection);
 			/* Its head promised keep-alive: the client may send its next request now. */
 			if (server->draining)
-				server_start_last_call(connection);
+				connection_start_last_call(connection);
 		}
 	}
 	exchange->req = NULL;
@@ -426,7 +352,7 @@ void exchange_end_request_side(struct exchange *exchange, struct evhttp_connecti
 	count_request(exchange, status, sent);
 	log_access(exchange, evcon, status, sent);
 	end_client_limits(exchange);
-	wait_stop(exchange);
+	exchange_stop_waiting(exchange);
 	if (exchange->streaming) {
 		exchange->streaming = 0;
 		evbuffer_remove_cb_entry(output, exchange->drain_watch);
@@ -511,7 +437,7 @@ void exchange_release(struct exchange *exchange)
 {
 	if (--exchange->refs > 0)
 		return;
-	wait_stop(exchange);
+	exchange_stop_waiting(exchange);
 	if (exchange->delivery != NULL)
 		event_free(exchange->delivery);
 	if (exchange->drained != NULL)
@@ -522,82 +448,10 @@ void exchange_release(struct exchange *exchange)
 	struct exchange_server *server = exchange->server;
 	free(exchange);
 	server->live--;
-	server_check_drained(server);
+	server->check_drained(server);
 }
 
 /* --- The response on the wire --- */
-
-#define HELD_PIECES_MAX 8
-/*
- * The largest file part a head is held for. Measured in scripts/bench: held
- * for a 2-byte start it saves a segment and a third of the CPU a request
- * costs; held for a 64 KiB range, the requests ran at two thirds of the
- * rate unheld (b: 23,000/s against 34,000/s), and one segment more among
- * the ~45 of such a body is nothing to save.
- */
-#define HOLD_FOR_FILE_MAX (16 * 1024)
-
-/* Sends the first length bytes of output (text only) with MSG_MORE, as far as the socket takes. */
-static void send_held_for_file(struct evbuffer *output, evutil_socket_t fd, size_t length)
-{
-	struct evbuffer_iovec pieces[HELD_PIECES_MAX];
-	int count = evbuffer_peek(output, (ev_ssize_t)length, NULL, pieces, HELD_PIECES_MAX);
-	if (count <= 0 || count > HELD_PIECES_MAX)
-		return; /* more pieces than expected: the usual writev takes them */
-	struct iovec vectors[HELD_PIECES_MAX];
-	size_t left = length;
-	for (int i = 0; i < count; i++) {
-		vectors[i].iov_base = pieces[i].iov_base;
-		vectors[i].iov_len = pieces[i].iov_len < left ? pieces[i].iov_len : left;
-		left -= vectors[i].iov_len;
-	}
-	struct msghdr message = {.msg_iov = vectors, .msg_iovlen = (size_t)count};
-	ssize_t sent = sendmsg(fd, &message, MSG_MORE | MSG_NOSIGNAL);
-	if (sent > 0)
-		evbuffer_drain(output, (size_t)sent);
-	/* A failure is left to the writes that follow, which see it too. */
-}
-
-/*
- * Writes what is queued straight to the socket instead of waiting for the
- * loop to report it writable: the head by writev, file parts by sendfile, as
- * far as the socket takes them. If everything went out, the bufferevent's
- * write callback runs now, so evhttp completes the request (and reads the
- * next) in this same loop pass: one wake-up per request, as nginx. What the
- * socket did not take is left to the bufferevent, writing only. The
- * exchange's request may be complete (and freed) when this returns.
- *
- * text_before_file: the bytes of text (the head, a multipart part's header)
- * queued before a small file part (HOLD_FOR_FILE_MAX), or 0. They go out by
- * sendmsg with MSG_MORE, which has the kernel hold them for the sendfile
- * that follows at once, so a head and a body's start leave in one TCP
- * segment instead of two (what nginx gets from tcp_nopush, without its two
- * setsockopt calls): measured on cached 2-byte starts, the second segment
- * and its delivery to the client were a third of musicd's CPU per request.
- * Should the sendfile not follow (the socket full, or failing), the held
- * bytes go with the next write, or after the kernel's 200 ms, and the output
- * still holds the rest.
- */
-static void flush_to_socket(struct bufferevent *bev, size_t text_before_file)
-{
-	struct evbuffer *output = bufferevent_get_output(bev);
-	evutil_socket_t fd = bufferevent_getfd(bev);
-
-	/* bufferevent_socket_new froze its output's start; it alone drains it, except here. */
-	evbuffer_unfreeze(output, 1);
-	if (text_before_file > 0)
-		send_held_for_file(output, fd, text_before_file);
-	for (int attempt = 0; attempt < FLUSH_WRITES_MAX && evbuffer_get_length(output) > 0;
-	     attempt++) {
-		if (evbuffer_write(output, fd) <= 0)
-			break; /* the socket is full, or failed: the bufferevent takes over */
-	}
-	evbuffer_freeze(output, 1);
-	if (evbuffer_get_length(output) == 0)
-		bufferevent_trigger(bev, EV_WRITE, 0);
-	else
-		bufferevent_enable(bev, EV_WRITE);
-}
 
 /*
  * What the Connection header must say, decided as evhttp_send_done decides
@@ -637,7 +491,7 @@ static struct bufferevent *make_head(struct exchange *exchange, struct response_
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
 
-	wait_stop(exchange);
+	exchange_stop_waiting(exchange);
 	head->http_minor = req->minor;
 	head->date = http_date_now(&server->date);
 	head->connection = connection_header(exchange);
@@ -672,100 +526,6 @@ static struct bufferevent *queue_head(struct exchange *exchange, struct response
 	char text[RESPONSE_HEAD_MAX];
 	size_t length;
 	return make_head(exchange, head, text, &length, 0);
-}
-
-int exchange_body_add(struct exchange_body *body, const void *data, size_t length)
-{
-	if (body->feed != NULL)
-		return feed_add_text(body->feed, data, length);
-	if (exchange_body_queue_kept(body) < 0)
-		return -1;
-	if (body->file_bytes == 0)
-		body->text_before_file += length;
-	return evbuffer_add(body->output, data, length);
-}
-
-int exchange_body_add_segment(struct exchange_body *body, struct evbuffer_file_segment *segment,
-			      int fd, uint64_t offset, uint64_t length)
-{
-	if (body->feed != NULL)
-		return feed_add_segment(body->feed, segment, fd, offset, length);
-	int kept = exchange_body_keep_part(body, segment, fd, offset, length);
-	if (kept < 0) {
-		evbuffer_file_segment_free(segment); /* as a failed add would */
-		return -1;
-	}
-	body->file_bytes += length;
-	if (kept)
-		return 0;
-	return evbuffer_add_file_segment(body->output, segment, (ev_off_t)offset, (ev_off_t)length);
-}
-
-int exchange_body_queue_kept(struct exchange_body *body)
-{
-	if (body->head == NULL)
-		return 0;
-	const char *head = body->head;
-	body->head = NULL;
-	if (evbuffer_add(body->output, head, body->head_length) < 0)
-		return -1;
-	struct evbuffer_file_segment *segment = body->kept_segment;
-	body->kept_segment = NULL;
-	if (segment != NULL &&
-	    evbuffer_add_file_segment(body->output, segment, (ev_off_t)body->kept_offset,
-				      (ev_off_t)body->kept_length) < 0)
-		return -1;
-	return 0;
-}
-
-int exchange_body_keep_part(struct exchange_body *body, struct evbuffer_file_segment *segment,
-			    int fd, uint64_t offset, uint64_t length)
-{
-	if (body->head != NULL && body->kept_segment == NULL && fd >= 0 && length > 0 &&
-	    length <= HOLD_FOR_FILE_MAX) {
-		body->kept_segment = segment;
-		body->kept_fd = fd;
-		body->kept_offset = offset;
-		body->kept_length = length;
-		return 1;
-	}
-	return exchange_body_queue_kept(body) < 0 ? -1 : 0;
-}
-
-/*
- * A head and one small file part, the whole response, sent straight from
- * the head's text and the file: the head by sendmsg with MSG_MORE (as
- * send_held_for_file), then the part by sendfile, as evbuffer_write would
- * send a file segment. What the socket took never touches the output, so a
- * cached start costs no evbuffer chain (two mallocs and frees, counted on
- * warm starts) and none of the evbuffer work around it; what it did
- * not take (a full socket, an error) is queued as it would have been, head
- * first, for flush_to_socket. 0, or -1 if out of memory queueing the rest.
- */
-static int send_direct(struct exchange_body *body, evutil_socket_t fd)
-{
-	struct iovec vector = {.iov_base = (void *)body->head, .iov_len = body->head_length};
-	struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1};
-	ssize_t sent = sendmsg(fd, &message, MSG_MORE | MSG_NOSIGNAL);
-	size_t head_sent = sent > 0 ? (size_t)sent : 0;
-	if (head_sent == body->head_length) {
-		off_t offset = (off_t)body->kept_offset;
-		ssize_t file_sent = sendfile(fd, body->kept_fd, &offset, (size_t)body->kept_length);
-		if (file_sent > 0) {
-			body->kept_offset += (uint64_t)file_sent;
-			body->kept_length -= (uint64_t)file_sent;
-		}
-	}
-	body->head += head_sent;
-	body->head_length -= head_sent;
-	if (body->kept_length == 0)
-		body->kept_segment = NULL;
-	if (body->head_length == 0 && body->kept_segment == NULL) {
-		body->head = NULL;
-		return 0;
-	}
-	/* A failure is left to the writes that follow, which see it too. */
-	return exchange_body_queue_kept(body);
 }
 
 /*

@@ -23,41 +23,12 @@
 
 /* At EMFILE and other accept errors: stop accepting this long, then try again. */
 #define ACCEPT_PAUSE_MS 100
-/* Accept errors and refused connections are reported at most this often. */
-#define REPORT_INTERVAL_SECONDS 10
-/*
- * Draining: how long an idle keep-alive connection is still read for a
- * request its client may be sending right now (answered, with "Connection:
- * close") before it is closed.
- */
-#define DRAIN_LAST_CALL_MS 1000
 /* Draining: loop passes spent accepting what is queued on the listener before closing it. */
 #define BACKLOG_PASSES_MAX 64
 
 static void on_backlog_pass(evutil_socket_t fd, short what, void *arg);
+static void check_drained(struct exchange_server *server);
 
-/* --- Reports --- */
-
-const char *server_log_prefix(const struct exchange_server *server)
-{
-	return server->settings->log_prefix != NULL ? server->settings->log_prefix : "";
-}
-
-static time_t monotonic_seconds(void)
-{
-	return clock_now().tv_sec;
-}
-
-/* Counts one more; true when a report is due (then the caller logs report->count and it restarts). */
-int server_report_due(struct report *report)
-{
-	report->count++;
-	time_t now = monotonic_seconds();
-	if (report->last != 0 && now - report->last < REPORT_INTERVAL_SECONDS)
-		return 0;
-	report->last = now;
-	return 1;
-}
 
 /* --- Accepting --- */
 
@@ -122,7 +93,7 @@ static void on_accept_error(struct evconnlistener *listener, void *unused)
 	evconnlistener_disable(listener);
 	if (server == NULL)
 		return;
-	if (server_report_due(&server->accept_errors)) {
+	if (report_due(&server->accept_errors)) {
 		log_error("%scannot accept connections: %s (%u times since the last report); "
 			  "pausing accepts for %d ms each time",
 			  server_log_prefix(server), strerror(error_number), server->accept_errors.count,
@@ -160,6 +131,9 @@ struct exchange_server *exchange_server_new(struct event_base *base, int listen_
 	}
 	server->base = base;
 	server->settings = settings;
+	/* What the parts below tell this one, as callbacks: wire/ calls run one way, down. */
+	server->check_drained = check_drained;
+	server->end_request_side = exchange_end_request_side;
 	linger_set_init(&server->lingering, base, connection_on_lingered, server);
 	server->on_request = on_request;
 	server->arg = arg;
@@ -225,7 +199,8 @@ fail:
  * call (a request on its way is still answered) and then a lingering close.
  */
 
-void server_check_drained(struct exchange_server *server)
+/* Draining: calls on_drained once nothing is left (the server's check_drained). */
+static void check_drained(struct exchange_server *server)
 {
 	if (!server->draining || server->freeing || server->on_drained == NULL)
 		return;
@@ -245,39 +220,6 @@ static void close_listener(struct exchange_server *server)
 	evhttp_del_accept_socket(server->http, server->bound); /* closes the socket */
 	server->bound = NULL;
 	server->listener = NULL;
-}
-
-/* Nothing of the client's is waiting to be read: no request is on its way. */
-static int connection_silent(struct connection *connection)
-{
-	char byte;
-	if (evbuffer_get_length(bufferevent_get_input(connection->bev)) > 0)
-		return 0;
-	return recv(connection->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
-}
-
-static void on_last_call(evutil_socket_t fd, short what, void *arg)
-{
-	struct connection *connection = arg;
-	(void)fd;
-	(void)what;
-	/* A request read or arriving ends with "Connection: close"; a half head, with its deadline. */
-	if (connection->current != NULL || !connection_silent(connection))
-		return;
-	/* Frees connection and this timer (not pending now). */
-	connection_linger_and_close(connection);
-}
-
-void server_start_last_call(struct connection *connection)
-{
-	struct timeval wait = {.tv_sec = DRAIN_LAST_CALL_MS / 1000,
-			       .tv_usec = (DRAIN_LAST_CALL_MS % 1000) * 1000};
-	if (connection->last_call == NULL)
-		connection->last_call =
-			evtimer_new(connection->server->base, on_last_call, connection);
-	/* Without it the connection is closed with the loop, at the end of the grace period. */
-	if (connection->last_call != NULL)
-		evtimer_add(connection->last_call, &wait);
 }
 
 /*
@@ -302,7 +244,7 @@ static void on_backlog_pass(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	close_listener(server);
-	server_check_drained(server);
+	check_drained(server);
 }
 
 void exchange_server_drain(struct exchange_server *server, void (*on_drained)(void *arg),
@@ -321,11 +263,11 @@ void exchange_server_drain(struct exchange_server *server, void (*on_drained)(vo
 		if (connection == NULL)
 			continue;
 		if (connection->current == NULL)
-			server_start_last_call(connection);
+			connection_start_last_call(connection);
 		else if (connection->current->status == 0)
 			exchange_close_after_response(connection->current); /* not answered yet */
 	}
-	server_check_drained(server);
+	check_drained(server);
 }
 
 unsigned exchange_server_live(const struct exchange_server *server)

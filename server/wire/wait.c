@@ -9,16 +9,6 @@
 #include "wire/exchange.h"
 #include "wire/wire_state.h"
 
-
-/* Stops watching the client and the deadline (before responding, or when the work is done). */
-void wait_stop(struct exchange *exchange)
-{
-	if (exchange->deadline != NULL) {
-		event_free(exchange->deadline);
-		exchange->deadline = NULL;
-	}
-}
-
 /* --- Waiting --- */
 
 static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
@@ -26,7 +16,7 @@ static void on_wait_deadline(evutil_socket_t fd, short what, void *arg)
 	struct exchange *exchange = arg;
 	(void)fd;
 	(void)what;
-	wait_stop(exchange);
+	exchange_stop_waiting(exchange);
 	if (exchange_can_respond(exchange) && exchange->on_deadline != NULL)
 		exchange->on_deadline(exchange, exchange->wait_arg);
 }
@@ -39,7 +29,7 @@ static int start_waiting(struct exchange *exchange, unsigned timeout_ms,
 	exchange->on_deadline = on_deadline;
 	exchange->deadline = evtimer_new(exchange->server->base, on_wait_deadline, exchange);
 	if (exchange->deadline == NULL || evtimer_add(exchange->deadline, &timeout) < 0) {
-		wait_stop(exchange);
+		exchange_stop_waiting(exchange);
 		return -1;
 	}
 	return 0;
@@ -51,7 +41,7 @@ static void on_work_delivered(evutil_socket_t fd, short what, void *arg)
 	struct exchange *exchange = arg;
 	(void)fd;
 	(void)what;
-	wait_stop(exchange);
+	exchange_stop_waiting(exchange);
 	exchange->waiting = 0;
 	exchange->on_done(exchange, exchange->wait_arg);
 	exchange_release(exchange); /* the wait's reference */
@@ -81,7 +71,7 @@ void exchange_wait_cancel(struct exchange *exchange)
 {
 	if (!exchange->waiting)
 		return;
-	wait_stop(exchange);
+	exchange_stop_waiting(exchange);
 	exchange->waiting = 0;
 	exchange_release(exchange); /* the wait's reference */
 }
