@@ -399,7 +399,7 @@ int main(int argc, char **argv)
 	evthread_use_pthreads();
 	notify_init();
 
-	status = run(&config, &resources, &handled_signals, config.user != NULL ? &user : NULL,
+	status = run_serving(&config, &resources, &handled_signals, config.user != NULL ? &user : NULL,
 		     descriptor_limit, &reload);
 	if (status == 0)
 		log_cache_stats(&resources);

@@ -34,8 +34,8 @@
 #define DISK_QUIESCE_MS 1000
 #define WORKER_START_TIMEOUT_MS 10000 /* each loop answers its first heartbeat within it */
 
-/* What run holds while it runs: each field is set by one step and undone by its rung. */
-struct running {
+/* What run_serving holds while it runs: each field is set by one step and undone by its rung. */
+struct serving {
 	int listen_fds[CONFIG_MAX_WORKERS]; /* -1 once a worker took it over */
 	int metrics_fd;			    /* -1: none, or taken over */
 	struct worker *workers;		    /* the track listener's, then the metrics one */
@@ -159,7 +159,7 @@ static int run_until_stopped(struct resources *resources, const sigset_t *handle
 }
 
 /* The role of track worker index. */
-static struct worker_role track_role(struct resources *resources, struct running *running,
+static struct worker_role track_role(struct resources *resources, struct serving *serving,
 				     unsigned index)
 {
 	const struct config *config = resources->config;
@@ -167,7 +167,7 @@ static struct worker_role track_role(struct resources *resources, struct running
 		.settings =
 			{
 				.snapshots = settings_board_slot(resources->settings, index),
-				.open_connections = &running->open_connections,
+				.open_connections = &serving->open_connections,
 				.max_connections = config->max_connections,
 				.metrics = metrics_worker(resources->metrics, index),
 				.log_requests = 1,
@@ -183,7 +183,7 @@ static struct worker_role track_role(struct resources *resources, struct running
 }
 
 /* The metrics listener's: the last settings slot, no counters and no access log of its own. */
-static struct worker_role metrics_role(struct resources *resources, struct running *running)
+static struct worker_role metrics_role(struct resources *resources, struct serving *serving)
 {
 	struct worker_role role = {
 		.name = "metrics",
@@ -191,29 +191,29 @@ static struct worker_role metrics_role(struct resources *resources, struct runni
 			{
 				.snapshots = settings_board_slot(resources->settings,
 								 resources->config->workers),
-				.open_connections = &running->metrics_connections,
+				.open_connections = &serving->metrics_connections,
 				.max_connections = METRICS_MAX_CONNECTIONS,
 				.log_prefix = "metrics: ",
 				.cap_name = "the metrics listener's cap of",
 			},
 		.on_request = routes_metrics,
-		.arg = running->metrics_page,
+		.arg = serving->metrics_page,
 	};
 	return role;
 }
 
-/* Starts worker running->started with role on fd (taken over); -1 with a message. */
-static int start_worker(struct running *running, const struct worker_role *role, int *fd,
+/* Starts worker serving->started with role on fd (taken over); -1 with a message. */
+static int start_worker(struct serving *serving, const struct worker_role *role, int *fd,
 			char *error, size_t error_size)
 {
-	struct worker *worker = &running->workers[running->started];
+	struct worker *worker = &serving->workers[serving->started];
 	int taken = *fd;
 	*fd = -1;
 	if (worker_init(worker, role, taken, error, error_size) < 0) {
 		worker_destroy(worker);
 		return -1;
 	}
-	running->started++;
+	serving->started++;
 	if (worker_start(worker) < 0) {
 		snprintf(error, error_size, "%s: cannot start its thread", role->name);
 		return -1;
@@ -221,13 +221,13 @@ static int start_worker(struct running *running, const struct worker_role *role,
 	return 0;
 }
 
-static void stop_workers(struct running *running, struct db_pool *db, struct disk_io *disk,
+static void stop_workers(struct serving *serving, struct db_pool *db, struct disk_io *disk,
 			 unsigned grace_ms)
 {
-	for (unsigned i = 0; i < running->started; i++)
-		worker_request_stop(&running->workers[i], grace_ms);
-	for (unsigned i = 0; i < running->started; i++)
-		worker_join(&running->workers[i]);
+	for (unsigned i = 0; i < serving->started; i++)
+		worker_request_stop(&serving->workers[i], grace_ms);
+	for (unsigned i = 0; i < serving->started; i++)
+		worker_join(&serving->workers[i]);
 	/*
 	 * Jobs still running hand their work back; run those before freeing.
 	 * The pool stays allocated (refusing new jobs) until no callback can reach it.
@@ -239,11 +239,11 @@ static void stop_workers(struct running *running, struct db_pool *db, struct dis
 		log_warn("%u disk read%s did not return within %u ms of the stop (a hung mount?): "
 			 "left to the exit",
 			 abandoned, abandoned == 1 ? "" : "s", DISK_QUIESCE_MS);
-	for (unsigned i = 0; i < running->started; i++) {
-		worker_flush(&running->workers[i]);
-		worker_destroy(&running->workers[i]);
+	for (unsigned i = 0; i < serving->started; i++) {
+		worker_flush(&serving->workers[i]);
+		worker_destroy(&serving->workers[i]);
 	}
-	running->started = 0;
+	serving->started = 0;
 }
 
 static void log_started(const struct config *config, const struct resources *resources,
@@ -272,30 +272,30 @@ static void notify_started(const struct config *config)
 	notify_ready(ready);
 }
 
-int run(const struct config *config, struct resources *resources, const sigset_t *handled,
+int run_serving(const struct config *config, struct resources *resources, const sigset_t *handled,
 	const struct privileges *user, unsigned long long descriptor_limit, struct reload *reload)
 {
 	char error[CONFIG_ERROR_MAX];
 	int status = EXIT_CONFIG;
 	int metrics_on = config->metrics_host != NULL;
-	struct running running = {.metrics_fd = -1};
-	atomic_init(&running.open_connections, 0);
-	atomic_init(&running.metrics_connections, 0);
+	struct serving serving = {.metrics_fd = -1};
+	atomic_init(&serving.open_connections, 0);
+	atomic_init(&serving.metrics_connections, 0);
 	for (unsigned i = 0; i < CONFIG_MAX_WORKERS; i++)
-		running.listen_fds[i] = -1;
+		serving.listen_fds[i] = -1;
 
-	running.workers = calloc(config->workers + 1, sizeof(*running.workers));
-	if (running.workers == NULL) {
+	serving.workers = calloc(config->workers + 1, sizeof(*serving.workers));
+	if (serving.workers == NULL) {
 		run_failed("out of memory");
 		return EXIT_CONFIG;
 	}
-	if (open_listeners(config->listen_host, config->listen_port, "port", running.listen_fds,
+	if (open_listeners(config->listen_host, config->listen_port, "port", serving.listen_fds,
 			   config->workers, error, sizeof(error)) < 0) {
 		run_failed(error);
 		goto out_listeners;
 	}
 	if (metrics_on && open_listeners(config->metrics_host, config->metrics_port, "metrics port",
-					 &running.metrics_fd, 1, error, sizeof(error)) < 0) {
+					 &serving.metrics_fd, 1, error, sizeof(error)) < 0) {
 		char message[CONFIG_ERROR_MAX + 16];
 		snprintf(message, sizeof(message), "metrics-%s", error); /* "metrics-listen: ..." */
 		run_failed(message);
@@ -332,11 +332,11 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 	}
 	if (metrics_on) {
 		struct metrics_sources sources = {resources->metrics, resources->lookup_cache,
-						  resources->file_cache, &running.open_connections,
+						  resources->file_cache, &serving.open_connections,
 						  MUSICD_VERSION, resources->client_places,
 						  resources->disk};
-		running.metrics_page = metrics_page_new(&sources);
-		if (running.metrics_page == NULL) {
+		serving.metrics_page = metrics_page_new(&sources);
+		if (serving.metrics_page == NULL) {
 			run_failed("out of memory for the metrics page");
 			goto out_spool;
 		}
@@ -350,24 +350,24 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 			run_failed(error);
 			goto out_workers;
 		}
-		running.pid_file_written = true;
+		serving.pid_file_written = true;
 	}
 	for (unsigned i = 0; i < config->workers; i++) {
-		struct worker_role role = track_role(resources, &running, i);
-		if (start_worker(&running, &role, &running.listen_fds[i], error, sizeof(error)) < 0) {
+		struct worker_role role = track_role(resources, &serving, i);
+		if (start_worker(&serving, &role, &serving.listen_fds[i], error, sizeof(error)) < 0) {
 			run_failed(error);
 			goto out_workers;
 		}
 	}
 	/* Scrapes may start at once: every counter and cache they read exists already. */
 	if (metrics_on) {
-		struct worker_role role = metrics_role(resources, &running);
-		if (start_worker(&running, &role, &running.metrics_fd, error, sizeof(error)) < 0) {
+		struct worker_role role = metrics_role(resources, &serving);
+		if (start_worker(&serving, &role, &serving.metrics_fd, error, sizeof(error)) < 0) {
 			run_failed(error);
 			goto out_workers;
 		}
 	}
-	if (worker_await_running(running.workers, running.started, WORKER_START_TIMEOUT_MS, error,
+	if (worker_await_running(serving.workers, serving.started, WORKER_START_TIMEOUT_MS, error,
 			   sizeof(error)) < 0) {
 		run_failed(error);
 		goto out_workers;
@@ -379,7 +379,7 @@ int run(const struct config *config, struct resources *resources, const sigset_t
 		log_warn("database: out of memory for the start-up check; nothing said until a lookup");
 
 	int signal_number =
-		run_until_stopped(resources, handled, reload, running.workers, running.started);
+		run_until_stopped(resources, handled, reload, serving.workers, serving.started);
 	notify_stopping();
 	log_info("%s: stopping; letting responses in flight finish", strsignal(signal_number));
 	status = 0;
@@ -388,10 +388,10 @@ out_workers: {
 	unsigned grace_ms = SHUTDOWN_GRACE_MS;
 	if (grace_ms < config->lookup_timeout_ms + 1000)
 		grace_ms = config->lookup_timeout_ms + 1000;
-	stop_workers(&running, resources->db, resources->disk, grace_ms);
-	if (running.pid_file_written)
+	stop_workers(&serving, resources->db, resources->disk, grace_ms);
+	if (serving.pid_file_written)
 		pid_file_remove(config->pid_file, getpid());
-	metrics_page_free(running.metrics_page);
+	metrics_page_free(serving.metrics_page);
 }
 out_spool:
 	gridfs_spool_free(resources->gridfs_spool); /* every fill finished with the pool */
@@ -400,8 +400,8 @@ out_db:
 	db_pool_stop(resources->db);
 	resources->db = NULL;
 out_listeners:
-	close_unused(running.listen_fds, config->workers);
-	close_unused(&running.metrics_fd, 1);
-	free(running.workers);
+	close_unused(serving.listen_fds, config->workers);
+	close_unused(&serving.metrics_fd, 1);
+	free(serving.workers);
 	return status;
 }

@@ -30,7 +30,7 @@ int run_failed(const char *message);
  * (EXIT_CONFIG, said). user is NULL without --user; resources->db and
  * ->gridfs_spool are made here and gone again on return.
  */
-int run(const struct config *config, struct resources *resources, const sigset_t *handled,
+int run_serving(const struct config *config, struct resources *resources, const sigset_t *handled,
 	const struct privileges *user, unsigned long long descriptor_limit, struct reload *reload);
 
 #endif

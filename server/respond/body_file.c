@@ -29,6 +29,7 @@
 #include "base/log.h"
 #include "respond/answer.h"
 #include "respond/disk_gate.h"
+#include "wire/wait.h"
 
 struct file_fill {
 	const struct representation *representation;

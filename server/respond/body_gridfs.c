@@ -33,6 +33,7 @@
 #include "db/gridfs_read.h"
 #include "respond/answer.h"
 #include "respond/body_file.h"
+#include "wire/wait.h"
 
 /* The URL's :param is only read for its extension; this much of its end is kept. */
 #define NAME_TAIL_MAX 64

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "wire/wait.h"
 
 /* Times one window is read again after its pages were evicted before it is sent anyway. */
 #define EVICTIONS_MAX 2

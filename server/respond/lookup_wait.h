@@ -10,6 +10,7 @@
 #include "db/db_pool.h"
 #include "db/find_track.h"
 #include "wire/exchange.h"
+#include "wire/wait.h"
 
 /* A lookup and whether its deadline answered first. The handler's: it embeds one, first. */
 struct lookup_wait {

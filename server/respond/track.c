@@ -34,6 +34,7 @@
 #include "respond/body_gridfs.h"
 #include "respond/file_answer.h"
 #include "respond/lookup_wait.h"
+#include "wire/wait.h"
 
 struct track_request {
 	struct lookup_wait wait; /* first: the pool hands back its job */

@@ -3,7 +3,7 @@
  * --trusted-proxy names in X-Forwarded-For, proxy_trust.h), worked out once
  * per request, and its place under --max-streams-per-client.
  */
-#include "wire/exchange.h"
+#include "wire/client.h"
 #include "wire/wire_state.h"
 
 #include <event2/keyvalq_struct.h>

@@ -10,7 +10,6 @@
  * error, a timeout or Connection: close, and says so (on_connection_freed);
  * a connection musicd ends gets a lingering close (linger.c).
  */
-#include "wire/exchange.h"
 #include "wire/wire_state.h"
 
 #include <event2/buffer.h>
@@ -25,6 +24,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "http/response_head.h"
 #include "http/url_redact.h"
 
 /*

@@ -47,7 +47,10 @@
 #include "base/metrics.h"
 #include "http/proxy_trust.h"
 #include "config/settings.h"
+#include "wire/client.h"
+#include "wire/server_settings.h"
 #include "wire/feed.h"
+#include "wire/send.h"
 
 struct exchange;
 struct exchange_server;
@@ -55,17 +58,7 @@ struct exchange_server;
 /* The servers one process runs at most: a track listener's workers and the metrics listener. */
 #define EXCHANGE_SERVERS_MAX (CONFIG_MAX_WORKERS + 1)
 
-/* What a worker gives its exchange server; everything here outlives it. */
-struct exchange_settings {
-	struct settings_slot *snapshots;   /* this worker's: each request takes the newest */
-	atomic_uint *open_connections;	   /* every worker's connections, for the cap */
-	unsigned max_connections;
-	struct metrics_worker *metrics;	   /* this worker's counters; NULL: none */
-	int log_requests;		   /* each request gets an access-log line (when there is a log) */
-	const char *log_prefix;		   /* before the server's own log lines ("metrics: "); NULL: none */
-	const char *cap_name;		   /* max_connections in those lines; NULL: "--max-connections" */
-	struct address_counts *client_places; /* every worker's, for exchange_hold_client_place; NULL: none */
-};
+/* struct exchange_settings, what a worker gives its exchange server: wire/server_settings.h. */
 
 /* Called for each request whose head is complete; the exchange is valid during the call. */
 typedef void (*exchange_request_cb)(struct exchange *exchange, void *arg);
@@ -139,44 +132,11 @@ struct metrics_worker *exchange_metrics(const struct exchange *exchange);
 
 typedef void (*exchange_wait_cb)(struct exchange *exchange, void *arg);
 
-/*
- * Waits for work that finishes on another thread (a db_pool job): returns
- * the event whoever does the work activates, exactly once, when it is done
- * (a handing back that allocates nothing). Then on_done(exchange, arg) runs
- * on the worker's loop, always: the client may have left or the deadline
- * answered meanwhile, and what was learned is still worth keeping
- * (exchange_can_respond says whether to answer). While no response has
- * started, the client is watched (an RST or hang-up ends the request side; a
- * FIN only ends its reading) for up to timeout_ms, after which on_deadline
- * (arg) runs if it is not NULL and a response can still be sent. One wait at
- * a time per exchange; NULL when one is pending or out of memory.
- */
-struct event *exchange_wait(struct exchange *exchange, unsigned timeout_ms,
-			    exchange_wait_cb on_done, exchange_wait_cb on_deadline, void *arg);
-
-/* The work could not be handed over after all (a full queue): the wait ends, no callback runs. */
-void exchange_wait_cancel(struct exchange *exchange);
+/* exchange_wait, exchange_wait_cancel: wire/wait.h (it is above this file: it uses it). */
 
 /* --- The client's limits (respond/client_limits.c says which apply where) --- */
 
-/* The peer's address ("-" when it is not known). */
-const char *exchange_peer(const struct exchange *exchange);
-
-/*
- * The client's address, as the access log names it: the peer, or the client
- * a --trusted-proxy names in X-Forwarded-For (proxy_trust.h).
- */
-const char *exchange_client(struct exchange *exchange);
-
-/*
- * Holds one of the client's places in the workers' table under cap until
- * the client has the answer's last byte, or is gone (unsent.h), at most one
- * per exchange (a second call is ADDRESS_TAKEN, holding nothing more). The
- * client is counted by proxy_trust_client_key (an IPv6 client by its first
- * ipv6_prefix_bits). Without a table, ADDRESS_TAKEN and nothing is held.
- */
-enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap,
-					     unsigned ipv6_prefix_bits);
+/* exchange_peer, exchange_client, exchange_hold_client_place: wire/client.h. */
 
 /*
  * Sends the body of the response to come at rate bytes a second once its
@@ -205,19 +165,7 @@ void exchange_window_arrived(struct exchange *exchange);
 
 /* --- The response --- */
 
-/* Where a fill puts the body: the connection's output, or the record a paced body is fed from. */
-struct exchange_body;
-
-/* Adds length bytes (copied); 0, or -1 if out of memory. */
-int exchange_body_add(struct exchange_body *body, const void *data, size_t length);
-
-/*
- * Adds length bytes of segment (whose descriptor is fd) from offset, sent by
- * sendfile; 0, or -1 (out of memory, or a range past its end), which drops
- * the caller's reference to segment as evbuffer_add_file_segment does.
- */
-int exchange_body_add_segment(struct exchange_body *body, struct evbuffer_file_segment *segment,
-			      int fd, uint64_t offset, uint64_t length);
+/* exchange_body_add, exchange_body_add_segment: wire/send.h. */
 
 /* Fills a response body (text and file segments) through the two functions above. */
 typedef void (*exchange_fill_cb)(struct exchange_body *body, const void *context);

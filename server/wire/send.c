@@ -7,7 +7,7 @@
  * exchange_body_add and exchange_body_add_segment: to the output, or to the
  * record of a fed body (feed.h).
  */
-#include "wire/exchange.h"
+#include "wire/send.h"
 #include "wire/wire_state.h"
 
 #include <sys/sendfile.h>

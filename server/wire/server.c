@@ -27,7 +27,7 @@
 #define BACKLOG_PASSES_MAX 64
 
 static void on_backlog_pass(evutil_socket_t fd, short what, void *arg);
-static void check_drained(struct exchange_server *server);
+static void finish_drain_when_empty(struct exchange_server *server);
 
 
 /* --- Accepting --- */
@@ -132,7 +132,7 @@ struct exchange_server *exchange_server_new(struct event_base *base, int listen_
 	server->base = base;
 	server->settings = settings;
 	/* What the parts below tell this one, as callbacks: wire/ calls run one way, down. */
-	server->check_drained = check_drained;
+	server->check_drained = finish_drain_when_empty;
 	server->end_request_side = exchange_end_request_side;
 	linger_set_init(&server->lingering, base, connection_on_lingered, server);
 	server->on_request = on_request;
@@ -200,7 +200,7 @@ fail:
  */
 
 /* Draining: calls on_drained once nothing is left (the server's check_drained). */
-static void check_drained(struct exchange_server *server)
+static void finish_drain_when_empty(struct exchange_server *server)
 {
 	if (!server->draining || server->freeing || server->on_drained == NULL)
 		return;
@@ -244,7 +244,7 @@ static void on_backlog_pass(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	close_listener(server);
-	check_drained(server);
+	finish_drain_when_empty(server);
 }
 
 void exchange_server_drain(struct exchange_server *server, void (*on_drained)(void *arg),
@@ -267,7 +267,7 @@ void exchange_server_drain(struct exchange_server *server, void (*on_drained)(vo
 		else if (connection->current->status == 0)
 			exchange_close_after_response(connection->current); /* not answered yet */
 	}
-	check_drained(server);
+	finish_drain_when_empty(server);
 }
 
 unsigned exchange_server_live(const struct exchange_server *server)

@@ -6,7 +6,7 @@
  * which reads on while evhttp does not (connection.c): an RST ends the
  * request at once, a FIN only ends the client's requests.
  */
-#include "wire/exchange.h"
+#include "wire/wait.h"
 #include "wire/wire_state.h"
 
 /* --- Waiting --- */

@@ -40,6 +40,7 @@
 #include "http/proxy_trust.h"
 #include "http/request_scan.h"
 #include "wire/feed.h"
+#include "wire/server_settings.h"
 #include "wire/linger.h"
 #include "wire/unsent.h"
 
