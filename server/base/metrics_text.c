@@ -216,6 +216,10 @@ static void limits(struct text *text, const struct metrics_limits *limits)
 	      "Bytes per second each track's body is sent at once --limit-rate-after bytes went "
 	      "out (--limit-rate; 0: off).",
 	      limits->limit_rate);
+	gauge(text, "musicd_disk_window_bytes",
+	      "Bytes of a track read ahead per stream, and sent from the page cache at once "
+	      "(--disk-window).",
+	      limits->disk_window);
 }
 
 /* A label value as the text format writes it: backslash, double quote and newline escaped. */
@@ -255,28 +259,30 @@ static void disk(struct text *text, const struct metrics_disk_snapshot *disk)
 	      "(--disk-queue).",
 	      disk->queue_limit);
 	static const char *const names[] = {"musicd_disk_queued", "musicd_disk_waiting",
-					    "musicd_disk_in_flight"};
+					    "musicd_disk_in_flight", "musicd_disk_tasks_total"};
+	static const char *const types[] = {"gauge", "gauge", "gauge", "counter"};
 	static const char *const helps[] = {
 		"Disk work waiting for a thread, by lane (rootN: the Nth --media-root; spool: the "
 		"GridFS copies; other: paths under no root as written).",
 		"Track starts waiting for room in their lane's full queue, by lane.",
 		"Disk work a thread is doing (reads, opens, stats, closes), by lane.",
+		"Disk work done (opens, stats, reads, closes), by lane: a lane with work in flight "
+		"and none done is waiting on its storage.",
 	};
-	for (unsigned figure = 0; figure < 3; figure++) {
-		family(text, names[figure], "gauge", helps[figure]);
+	for (unsigned figure = 0; figure < 4; figure++) {
+		family(text, names[figure], types[figure], helps[figure]);
 		for (unsigned i = 0; i < disk->lanes && i < METRICS_DISK_LANES_MAX; i++) {
 			const struct metrics_disk_lane *lane = &disk->lane[i];
 			uint64_t value = figure == 0   ? lane->queued
 					 : figure == 1 ? lane->waiting
-						       : lane->running;
+					 : figure == 2 ? lane->running
+						       : lane->finished;
 			lane_sample(text, names[figure], i, disk->lanes, value);
 		}
 	}
 	histogram(text, "musicd_disk_wait_seconds",
 		  "Time disk work waited for a thread (from its submit to a thread taking it).",
 		  &disk->wait);
-	counter(text, "musicd_disk_tasks_total", "Disk work done (opens, stats, reads, closes).",
-		disk->finished);
 	counter(text, "musicd_disk_read_ahead_bytes_total",
 		"Track bytes the disk pool brought into the page cache ahead of their send.",
 		disk->read_ahead_bytes);

@@ -87,6 +87,7 @@ struct metrics_limits {
 	uint64_t file_cache_entries;	/* --open-file-cache-entries; 0: the cache is off */
 	uint64_t streams_per_client;	/* --max-streams-per-client; 0: no cap */
 	uint64_t limit_rate;		/* --limit-rate, bytes per second; 0: off */
+	uint64_t disk_window;		/* --disk-window, bytes */
 };
 
 /* The process_* metrics; have_process in the snapshot says whether they were read. */
@@ -105,6 +106,7 @@ struct metrics_disk_lane {
 	uint64_t queued;  /* starts and continuations waiting for a thread */
 	uint64_t waiting; /* starts waiting for room in the queue */
 	uint64_t running; /* work a thread is doing */
+	uint64_t finished; /* work done (or skipped), all along */
 };
 
 /* The disk pool's figures (media/disk_io.h); have is 0 where there is none. */
@@ -114,7 +116,6 @@ struct metrics_disk_snapshot {
 	unsigned lanes;					 /* media roots, then spool and other */
 	struct metrics_disk_lane lane[METRICS_DISK_LANES_MAX];
 	struct metrics_histogram_snapshot wait; /* from submit until a thread took it */
-	uint64_t finished;			/* work done (or skipped) */
 	uint64_t read_ahead_bytes, evicted_sends, refused, read_errors;
 };
 

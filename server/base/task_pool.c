@@ -35,6 +35,7 @@ struct task_list {
 struct lane {
 	struct task_list continuations, starts, waiting;
 	unsigned running;
+	uint64_t finished;
 };
 
 struct task_pool {
@@ -162,6 +163,7 @@ static void *thread_main(void *arg)
 			pool->handing_back--;
 		}
 		pool->lanes[lane].running--;
+		pool->lanes[lane].finished++;
 		pool->running--;
 		pool->finished_count++;
 		/* This lane may take another task now; and the quiesce may be waiting. */
@@ -342,6 +344,7 @@ void task_pool_collect(struct task_pool *pool, struct task_pool_stats *stats)
 			.queued = lane->continuations.count + lane->starts.count,
 			.waiting = lane->waiting.count,
 			.running = lane->running,
+			.finished = lane->finished,
 		};
 	}
 	stats->wait = pool->wait;

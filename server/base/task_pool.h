@@ -69,6 +69,7 @@ struct task_pool_lane_stats {
 	uint64_t queued;  /* starts and continuations waiting for a thread */
 	uint64_t waiting; /* starts waiting for room in the queue */
 	uint64_t running; /* tasks a thread is running */
+	uint64_t finished; /* tasks run to their end (or skipped), all along */
 };
 
 /* The pool's figures at one moment (a scrape's). */

@@ -400,9 +400,8 @@ void disk_io_collect(struct disk_io *io, struct metrics_disk_snapshot *out)
 	out->lanes = pool.lanes < METRICS_DISK_LANES_MAX ? pool.lanes : METRICS_DISK_LANES_MAX;
 	for (unsigned i = 0; i < out->lanes; i++)
 		out->lane[i] = (struct metrics_disk_lane){pool.lane[i].queued, pool.lane[i].waiting,
-							  pool.lane[i].running};
+							  pool.lane[i].running, pool.lane[i].finished};
 	out->wait = pool.wait;
-	out->finished = pool.finished;
 	out->read_ahead_bytes = atomic_load_explicit(&io->read_ahead_bytes, memory_order_relaxed);
 	out->evicted_sends = atomic_load_explicit(&io->evicted_sends, memory_order_relaxed);
 	out->refused = atomic_load_explicit(&io->refused, memory_order_relaxed);

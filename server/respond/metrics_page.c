@@ -53,6 +53,7 @@ static struct metrics_limits limits_of(const struct config *config)
 		.file_cache_entries = config->open_file_cache_entries,
 		.streams_per_client = config->max_streams_per_client,
 		.limit_rate = config->limit_rate,
+		.disk_window = config->disk_window,
 	};
 }
 

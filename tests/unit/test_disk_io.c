@@ -283,7 +283,7 @@ static void test_a_segment_closes_its_descriptor_on_the_pool(void **state)
 	}
 	assert_false(is_open(fd));
 	disk_io_collect(fixture->io, &stats);
-	before = stats.finished;
+	before = stats.lane[0].finished;
 	assert_true(before >= 1);
 }
 
