@@ -204,8 +204,10 @@ sub vcl_backend_error {
 }
 
 sub vcl_backend_response {
-    # musicd's 503 (its database unavailable, or too many lookups in flight): ask the next
-    # origin, as nginx's proxy_next_upstream http_503 does, at most 2 retries in all.
+    # musicd's 503 (its database unavailable, too many lookups in flight, or no disk thread
+    # for the track's storage within --disk-queue-timeout: an origin on other disks has room,
+    # one on the same NAS answers 503 as well): ask the next origin, as nginx's
+    # proxy_next_upstream http_503 does, at most 2 retries in all.
     if (beresp.status == 503 && bereq.retries < 2) {
         return (retry);
     }
