@@ -166,9 +166,12 @@ static void *thread_main(void *arg)
 		pool->lanes[lane].finished++;
 		pool->running--;
 		pool->finished_count++;
-		/* This lane may take another task now; and the quiesce may be waiting. */
-		pthread_cond_broadcast(&pool->work);
-		pthread_cond_broadcast(&pool->finished);
+		/*
+		 * No thread is woken for the slot this task freed in its lane: this one
+		 * looks for work again at once, that lane's included. Only a quiesce waits.
+		 */
+		if (pool->stopping)
+			pthread_cond_broadcast(&pool->finished);
 	}
 	bool last_of_orphan = --pool->threads_alive == 0 && pool->orphaned;
 	pthread_cond_broadcast(&pool->finished);

@@ -24,6 +24,7 @@
 #include "media/disk_io.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,21 +60,46 @@ struct cachestat_counts {
 /* Pages mincore is asked about at once (its answer is a byte each, on the stack). */
 #define MINCORE_BATCH 512
 
-/* What a segment's cleanup needs to let its file go in its lane (libevent gives neither). */
-struct closer {
+/*
+ * A file (disk_io.h): what the residency checks read, what a segment's
+ * cleanup needs to let it go (libevent gives neither), and then an item of its
+ * lane's closing.
+ */
+struct disk_file {
 	struct disk_io *io; /* NULL: no pool, closed at once (unit tests) */
 	unsigned lane;
 	int fd;
-	void *map;
 	uint64_t size;
+	_Atomic(void *) map;	  /* made at the first check that needs it; NULL: not yet */
+	_Atomic bool unmappable;  /* mmap failed (FUSE direct_io ...): no mapping is tried again */
+	struct disk_file *next;	  /* in its lane's closing */
+};
+
+/*
+ * A lane's files to let go, closed by one task at a time: a busy cache that
+ * evicts a file a request costs one pool hand-off per batch, not per file,
+ * and a close that hangs (FUSE's FLUSH, a dead NFS server) holds only its own
+ * lane's closes.
+ */
+struct closing {
+	struct task task; /* first: the pool's */
+	struct disk_io *io;
+	pthread_mutex_t lock;
+	struct disk_file *first; /* guarded by lock */
+	bool scheduled;	      /* guarded by lock: the task is queued or running */
 };
 
 struct disk_io {
 	struct task_pool *pool;
+	struct closing closing[TASK_POOL_LANES_MAX];
 	int null_fd; /* /dev/null, where read-aheads send what they bring in */
 	_Atomic uint64_t read_ahead_bytes, evicted_sends, refused, read_errors;
 	unsigned lanes;
 };
+
+static void let_go(struct disk_file *file);
+static void closing_run(struct task *task);
+static void closing_done(struct task *task);
 
 struct disk_io *disk_io_new(const struct disk_io_limits *limits, size_t root_count, char *error,
 			    size_t error_size)
@@ -88,6 +114,13 @@ struct disk_io *disk_io_new(const struct disk_io_limits *limits, size_t root_cou
 		return NULL;
 	}
 	io->lanes = DISK_LANES((unsigned)root_count);
+	for (unsigned i = 0; i < io->lanes; i++) {
+		struct closing *closing = &io->closing[i];
+		closing->task = (struct task){.run = closing_run, .done = closing_done, .lane = i,
+					      .kind = TASK_CONTINUE};
+		closing->io = io;
+		pthread_mutex_init(&closing->lock, NULL);
+	}
 	io->null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (io->null_fd < 0) {
 		snprintf(error, error_size, "disk pool: /dev/null: %s", strerror(errno));
@@ -123,6 +156,15 @@ void disk_io_free(struct disk_io *io)
 	task_pool_free(io->pool);
 	if (abandoned > 0)
 		return; /* a thread may still return into a task that reaches io: left to the exit */
+	for (unsigned i = 0; i < io->lanes; i++) {
+		struct disk_file *left = io->closing[i].first; /* queued after the stop */
+		while (left != NULL) {
+			struct disk_file *next = left->next;
+			let_go(left);
+			left = next;
+		}
+		pthread_mutex_destroy(&io->closing[i].lock);
+	}
 	close(io->null_fd);
 	free(io);
 }
@@ -192,28 +234,56 @@ static int mincore_residency(const void *map, uint64_t offset, uint64_t length,
 	return 0;
 }
 
-enum disk_residency disk_residency(const void *map, int fd, uint64_t offset, uint64_t length)
+/* The file's mapping, made now if it has none yet; NULL if it cannot be mapped. */
+static const void *mapping_of(struct disk_file *file)
+{
+	void *map = atomic_load_explicit(&file->map, memory_order_acquire);
+	if (map != NULL || atomic_load_explicit(&file->unmappable, memory_order_relaxed))
+		return map;
+	if (file->size == 0 || file->size > SIZE_MAX)
+		return NULL;
+	/* A memory operation: the file system is not asked for anything (FUSE, NFS alike). */
+	void *made = mmap(NULL, (size_t)file->size, PROT_READ, MAP_SHARED, file->fd, 0);
+	if (made == MAP_FAILED) {
+		atomic_store_explicit(&file->unmappable, true, memory_order_relaxed);
+		return NULL;
+	}
+	void *none = NULL;
+	if (!atomic_compare_exchange_strong(&file->map, &none, made)) {
+		munmap(made, (size_t)file->size); /* another worker made one first */
+		return none;
+	}
+	return made;
+}
+
+enum disk_residency disk_residency(struct disk_file *file, uint64_t offset, uint64_t length)
 {
 	enum disk_residency residency;
 	if (length == 0)
 		return DISK_CACHED;
-	if (map != NULL && mincore_residency(map, offset, length, &residency) == 0)
-		return residency;
-	if (cachestat_residency(fd, offset, length, &residency) == 0)
-		return residency;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	char byte;
 	struct iovec one = {.iov_base = &byte, .iov_len = 1};
-	if (preadv2(fd, &one, 1, (off_t)(offset + length - 1), RWF_NOWAIT) >= 0)
+	if (offset / page == (offset + length - 1) / page) {
+		/* One page: a read that may not wait answers for it exactly. */
+		if (preadv2(file->fd, &one, 1, (off_t)offset, RWF_NOWAIT) >= 0)
+			return DISK_CACHED;
+		if (errno == EAGAIN)
+			return DISK_NOT_CACHED;
+	}
+	const void *map = mapping_of(file);
+	if (map != NULL && mincore_residency(map, offset, length, &residency) == 0)
+		return residency;
+	if (cachestat_residency(file->fd, offset, length, &residency) == 0)
+		return residency;
+	if (preadv2(file->fd, &one, 1, (off_t)(offset + length - 1), RWF_NOWAIT) >= 0)
 		return DISK_CACHED;
 	return errno == EAGAIN ? DISK_NOT_CACHED : DISK_MAY_BLOCK;
 }
 
-void *disk_io_map(int fd, uint64_t size)
+int disk_file_fd(const struct disk_file *file)
 {
-	if (size == 0 || size > SIZE_MAX)
-		return NULL;
-	void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-	return map != MAP_FAILED ? map : NULL;
+	return file->fd;
 }
 
 /* --- Work --- */
@@ -251,15 +321,29 @@ int disk_io_cancel(struct disk_io *io, struct disk_work *work)
 	return task_pool_cancel(io->pool, &work->task);
 }
 
+/* What follows an open: a hint that the file is read in order. */
+static void opened(struct disk_open *open)
+{
+	/* Read in order from start to end: the kernel reads further ahead for such files. */
+	if (open->status == MEDIA_OK)
+		posix_fadvise(open->file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+}
+
 void disk_open_run(struct disk_work *work)
 {
 	struct disk_open *open = (struct disk_open *)work;
 	open->status = media_open(open->roots, open->path, &open->file, &open->error_number);
-	if (open->status != MEDIA_OK)
-		return;
-	/* Read in order from start to end: the kernel reads further ahead for such files. */
-	posix_fadvise(open->file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	open->file.map = disk_io_map(open->file.fd, open->file.size);
+	opened(open);
+}
+
+bool disk_open_now(struct disk_open *open)
+{
+	open->work.skipped = false;
+	if (!media_open_cached(open->roots, open->path, &open->file, &open->status,
+			       &open->error_number))
+		return false;
+	opened(open);
+	return true;
 }
 
 void disk_check_run(struct disk_work *work)
@@ -312,79 +396,111 @@ void disk_io_count_refused(struct disk_io *io)
 
 /* --- Closing --- */
 
-struct close_work {
-	struct task task;
-	int fd;
-	void *map;
-	uint64_t size;
-};
-
-static void let_go(int fd, void *map, uint64_t size)
+static void let_go(struct disk_file *file)
 {
+	void *map = atomic_load(&file->map);
 	if (map != NULL)
-		munmap(map, (size_t)size);
-	close(fd);
+		munmap(map, (size_t)file->size);
+	close(file->fd);
+	free(file);
 }
 
-static void close_run(struct task *task)
+/* On a pool thread: the lane's files, a batch at a time, until none is left. */
+static void closing_run(struct task *task)
 {
-	struct close_work *work = (struct close_work *)task;
-	let_go(work->fd, work->map, work->size);
+	struct closing *closing = (struct closing *)task;
+	for (;;) {
+		pthread_mutex_lock(&closing->lock);
+		struct disk_file *batch = closing->first;
+		closing->first = NULL;
+		if (batch == NULL)
+			closing->scheduled = false; /* a file queued from now on schedules the task again */
+		pthread_mutex_unlock(&closing->lock);
+		if (batch == NULL)
+			return;
+		while (batch != NULL) {
+			struct disk_file *next = batch->next;
+			let_go(batch);
+			batch = next;
+		}
+	}
 }
 
-static void close_done(struct task *task)
+static void closing_done(struct task *task)
 {
-	free(task);
+	(void)task; /* skipped at a stop: what it holds is left to the ending process */
 }
 
-void disk_io_close(struct disk_io *io, int fd, void *map, uint64_t size, unsigned lane)
+/* Queues file (taken over) on its lane's closing, scheduling the task if it is not. */
+static void close_later(struct disk_io *io, struct disk_file *file)
+{
+	struct closing *closing = &io->closing[file->lane];
+	pthread_mutex_lock(&closing->lock);
+	file->next = closing->first;
+	closing->first = file;
+	bool schedule = !closing->scheduled;
+	closing->scheduled = true;
+	pthread_mutex_unlock(&closing->lock);
+	if (schedule && task_pool_submit(io->pool, &closing->task) < 0) {
+		/* Stopping: the files are left to the ending process. */
+	}
+}
+
+/* A file of fd (size bytes, in lane), not mapped yet; NULL if out of memory. */
+static struct disk_file *file_new(struct disk_io *io, int fd, uint64_t size, unsigned lane)
+{
+	struct disk_file *file = calloc(1, sizeof(*file));
+	if (file == NULL)
+		return NULL;
+	if (io != NULL && lane >= io->lanes)
+		lane = DISK_LANE_OTHER(io->lanes - 2);
+	file->io = io;
+	file->lane = lane;
+	file->fd = fd;
+	file->size = size;
+	return file;
+}
+
+void disk_io_close(struct disk_io *io, int fd, unsigned lane)
 {
 	if (fd < 0)
 		return;
-	if (io == NULL) {
-		let_go(fd, map, size);
+	struct disk_file *file = file_new(io, fd, 0, lane);
+	if (file == NULL) {
+		close(fd); /* out of memory: this thread waits rather than leak it */
 		return;
 	}
-	struct close_work *work = malloc(sizeof(*work));
-	if (work == NULL) {
-		let_go(fd, map, size); /* out of memory: this thread waits rather than leak them */
-		return;
-	}
-	*work = (struct close_work){
-		.task = {.run = close_run, .done = close_done, .lane = lane, .kind = TASK_CONTINUE},
-		.fd = fd,
-		.map = map,
-		.size = size,
-	};
-	if (task_pool_submit(io->pool, &work->task) < 0)
-		free(work); /* stopping: the ending process closes it */
+	if (io == NULL)
+		let_go(file);
+	else
+		close_later(io, file);
 }
 
 static void on_segment_freed(struct evbuffer_file_segment const *segment, int flags, void *arg)
 {
-	struct closer *closer = arg;
+	struct disk_file *file = arg;
 	(void)segment;
 	(void)flags;
-	disk_io_close(closer->io, closer->fd, closer->map, closer->size, closer->lane);
-	free(closer);
+	if (file->io == NULL)
+		let_go(file);
+	else
+		close_later(file->io, file);
 }
 
 struct evbuffer_file_segment *disk_io_segment_new(struct disk_io *io, int fd, uint64_t size,
-						  void *map, unsigned lane)
+						  unsigned lane, struct disk_file **file)
 {
-	struct closer *closer = malloc(sizeof(*closer));
+	*file = file_new(io, fd, size, lane);
 	/* Without EVBUF_FS_CLOSE_ON_FREE: the descriptor is closed off the loop, by the cleanup. */
 	struct evbuffer_file_segment *segment =
-		closer != NULL ? evbuffer_file_segment_new(fd, 0, (ev_off_t)size, 0) : NULL;
+		*file != NULL ? evbuffer_file_segment_new(fd, 0, (ev_off_t)size, 0) : NULL;
 	if (segment == NULL) {
-		free(closer);
-		disk_io_close(io, fd, map, size, lane);
+		free(*file);
+		*file = NULL;
+		disk_io_close(io, fd, lane);
 		return NULL;
 	}
-	if (io != NULL && lane >= io->lanes)
-		lane = DISK_LANE_OTHER(io->lanes - 2);
-	*closer = (struct closer){io, lane, fd, map, size};
-	evbuffer_file_segment_add_cleanup_cb(segment, on_segment_freed, closer);
+	evbuffer_file_segment_add_cleanup_cb(segment, on_segment_freed, *file);
 	return segment;
 }
 

@@ -68,20 +68,25 @@ enum disk_residency {
 };
 
 /*
- * Whether [offset, offset + length) of a file may be sent without waiting:
- * by mincore(2) on map (the file mapped by disk_io_map) where there is one,
- * else by cachestat(2), else by a one-byte preadv2(RWF_NOWAIT).
+ * A file as the disk work knows it: its descriptor and size, its lane, and a
+ * read-only mapping of it for the residency checks, made at the first check
+ * that needs one (it maps nothing in: the pages are never touched, only asked
+ * about). Made with its segment (disk_io_segment_new), which owns it: valid
+ * while a reference to the segment is held, and let go (unmapped, closed on
+ * the pool) with the segment's last one.
  */
-enum disk_residency disk_residency(const void *map, int fd, uint64_t offset, uint64_t length);
+struct disk_file;
 
 /*
- * A read-only shared mapping of fd's size bytes, for disk_residency, or NULL
- * (an empty file, a filesystem that cannot map: FUSE with direct_io). Maps
- * nothing in: the pages come from the page cache when asked, and are never
- * asked (musicd reads the file by sendfile). On a disk thread: an mmap may
- * wait for the filesystem.
+ * Whether [offset, offset + length) of file may be sent without waiting:
+ * within one page, a one-byte preadv2(RWF_NOWAIT) (it fails with EAGAIN
+ * unless the page is in memory and read in whole); else mincore(2) on the
+ * file's mapping; where neither answers, cachestat(2).
  */
-void *disk_io_map(int fd, uint64_t size);
+enum disk_residency disk_residency(struct disk_file *file, uint64_t offset, uint64_t length);
+
+/* The file's descriptor. */
+int disk_file_fd(const struct disk_file *file);
 
 /* --- Work handed to the pool --- */
 
@@ -109,10 +114,7 @@ int disk_io_submit(struct disk_io *io, struct disk_work *work, disk_work_fn run,
 /* Takes back a start still waiting for room: 1 (nothing will be delivered), or 0. */
 int disk_io_cancel(struct disk_io *io, struct disk_work *work);
 
-/*
- * Opening a track: media_open off the loop, a hint that it will be read in
- * order, and its mapping for the residency checks (file.map).
- */
+/* Opening a track: media_open off the loop, then a hint that it will be read in order. */
 struct disk_open {
 	struct disk_work work; /* first */
 	const struct media_roots *roots;
@@ -122,6 +124,13 @@ struct disk_open {
 	int error_number;
 };
 void disk_open_run(struct disk_work *work);
+
+/*
+ * The same open on the caller's thread, when it waits for nothing
+ * (media_open_cached: a local root, the path in the lookup cache): true with
+ * open->status decided; false when it must go to the pool (disk_open_run).
+ */
+bool disk_open_now(struct disk_open *open);
 
 /* Checking an open file (fstat) and, if path is set, its path (stat) against the disk. */
 struct disk_check {
@@ -151,20 +160,21 @@ void disk_io_count_refused(struct disk_io *io);
 /* --- Closing --- */
 
 /*
- * Unmaps map (size bytes; NULL: none) and closes fd on the pool (a close on
- * FUSE waits for the daemon's FLUSH, on NFS for the server), in lane; from any
- * thread. With io stopping, both are left to the ending process; with io NULL
- * they go here (unit tests).
+ * Closes fd on the pool (a close on FUSE waits for the daemon's FLUSH, on NFS
+ * for the server), with the other closes of its lane; from any thread. With io
+ * stopping, fd is left to the ending process; with io NULL it is closed here
+ * (unit tests).
  */
-void disk_io_close(struct disk_io *io, int fd, void *map, uint64_t size, unsigned lane);
+void disk_io_close(struct disk_io *io, int fd, unsigned lane);
 
 /*
- * A file segment of fd's first size bytes, sent by sendfile, whose descriptor
- * (and map, if not NULL) disk_io_close lets go when its last reference goes;
- * NULL (fd and map let go the same way) if out of memory.
+ * A file segment of fd's first size bytes, sent by sendfile, and its
+ * disk_file in *file; the descriptor (and the mapping, if one was made) is let
+ * go on the pool when the segment's last reference goes. NULL (fd closed the
+ * same way) if out of memory.
  */
 struct evbuffer_file_segment *disk_io_segment_new(struct disk_io *io, int fd, uint64_t size,
-						  void *map, unsigned lane);
+						  unsigned lane, struct disk_file **file);
 
 /* Fills a scrape's disk figures (from any thread). */
 void disk_io_collect(struct disk_io *io, struct metrics_disk_snapshot *out);

@@ -255,7 +255,7 @@ enum file_cache_found file_cache_get(struct file_cache *cache, const char *path,
 	struct file_cache_entry *entry = NULL;
 	int64_t now = clock_coarse_seconds();
 	unsigned valid_seconds = atomic_load_explicit(&cache->valid_seconds, memory_order_relaxed);
-	bool path_due = false, take_lease = false;
+	bool path_due = false, take_lease = false, leased = false;
 
 	/* Under the lock: flags and counts only, no system call. */
 	pthread_mutex_lock(&shard->lock);
@@ -286,6 +286,14 @@ enum file_cache_found file_cache_get(struct file_cache *cache, const char *path,
 			entry->used_at = now;
 			entry->borrowers++;
 			lru_touch(&shard->table, node);
+			leased = entry->leased;
+			if (leased && !path_due) {
+				/* The usual hit: the lease says the file is as it was. One lock. */
+				count_lookup(shard, entry, true);
+				pthread_mutex_unlock(&shard->lock);
+				*found = entry;
+				return FILE_CACHE_HIT;
+			}
 		}
 	}
 	if (entry == NULL)
@@ -294,13 +302,13 @@ enum file_cache_found file_cache_get(struct file_cache *cache, const char *path,
 	if (entry == NULL)
 		return FILE_CACHE_MISS;
 
-	if (take_lease)
+	if (take_lease) {
 		lease_take(shard, entry);
-	/* The lease's flag, read again: it may have broken since, or been taken just now. */
-	bool leased;
-	pthread_mutex_lock(&shard->lock);
-	leased = entry->leased;
-	pthread_mutex_unlock(&shard->lock);
+		/* The lease's flag, read again: taken just now, or not. */
+		pthread_mutex_lock(&shard->lock);
+		leased = entry->leased;
+		pthread_mutex_unlock(&shard->lock);
+	}
 	if (leased ? atomic_load(&entry->lease_broken)
 		   : entry->file.local && !descriptor_unchanged(entry)) {
 		/* On a local disk the fstat reads the inode in memory: done here, at once. */
@@ -351,7 +359,7 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	struct file_cache_entry *entry =
 		calloc(1, sizeof(*entry) + path_size + resolved_size + control_size + lines_size);
 	if (entry == NULL) {
-		disk_io_close(cache->io, file->fd, file->map, file->size, (unsigned)file->root_index);
+		disk_io_close(cache->io, file->fd, (unsigned)file->root_index);
 		return NULL;
 	}
 	entry->path = memcpy(entry->text, path, path_size);
@@ -360,8 +368,8 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 		entry->cache_control =
 			memcpy(entry->resolved_path + resolved_size, cache_control, control_size);
 	entry->file_lines = entry->resolved_path + resolved_size + control_size;
-	entry->file.segment = disk_io_segment_new(cache->io, file->fd, file->size, file->map,
-						  (unsigned)file->root_index);
+	entry->file.segment = disk_io_segment_new(cache->io, file->fd, file->size,
+						  (unsigned)file->root_index, &entry->file.disk);
 	if (entry->file.segment == NULL) {
 		free(entry);
 		return NULL;
@@ -384,7 +392,6 @@ static struct file_cache_entry *new_entry(struct file_cache *cache, const char *
 	entry->file.resolved_path = entry->resolved_path;
 	entry->file.root_index = file->root_index;
 	entry->file.local = file->local;
-	entry->file.map = file->map;
 	entry->file.entry = entry;
 	etag_format(entry->file.representation.etag, file->mtime, file->size);
 	http_date_format(entry->file.representation.last_modified, file->mtime.tv_sec);

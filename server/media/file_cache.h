@@ -105,7 +105,7 @@ struct cached_file {
 	const char *resolved_path;	       /* canonical path, for the offload headers */
 	int root_index;			       /* the media root containing it: its disk lane */
 	bool local;			       /* on a local disk filesystem (media.h) */
-	const void *map;		       /* for disk_residency; NULL: none */
+	struct disk_file *disk;		       /* the segment's, for disk_residency */
 	struct file_cache_entry *entry;	       /* the entry holding it (file_cache_hold) */
 };
 

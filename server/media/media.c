@@ -52,8 +52,11 @@ int media_roots_resolve(struct media_roots *roots, char *const *given, size_t co
 			free(resolved);
 			goto fail;
 		}
+		struct statfs filesystem;
 		roots->paths[roots->count] = resolved;
 		roots->directories[roots->count] = directory;
+		roots->local[roots->count] = fstatfs(directory, &filesystem) == 0 &&
+					     media_filesystem_local((long)filesystem.f_type);
 		roots->count++;
 	}
 	return 0;
@@ -98,7 +101,7 @@ static int descriptor_path(int fd, char *out, size_t out_size)
 
 /* Fills file from an open descriptor; closes it and says why if it is not a regular file. */
 static enum media_status describe_opened(int fd, const char *resolved_path, int root_index,
-					 struct opened_file *file, int *error_number)
+					 struct opened_file *file, int *error_number, int local)
 {
 	struct stat info;
 	if (fstat(fd, &info) < 0) {
@@ -119,9 +122,10 @@ static enum media_status describe_opened(int fd, const char *resolved_path, int 
 	file->device = info.st_dev;
 	file->inode = info.st_ino;
 	file->links = info.st_nlink;
-	file->map = NULL;
 	struct statfs filesystem;
-	file->local = fstatfs(fd, &filesystem) == 0 && media_filesystem_local((long)filesystem.f_type);
+	file->local = local >= 0 ? local
+				 : fstatfs(fd, &filesystem) == 0 &&
+					   media_filesystem_local((long)filesystem.f_type);
 	return MEDIA_OK;
 }
 
@@ -160,8 +164,47 @@ static int open_beneath(const struct media_roots *roots, const char *path,
 			return 0;
 		}
 	}
-	*status = describe_opened((int)fd, path, root, file, error_number);
+	*status = describe_opened((int)fd, path, root, file, error_number, -1);
 	return 0;
+}
+
+int media_open_cached(const struct media_roots *roots, const char *path, struct opened_file *file,
+		      enum media_status *status, int *error_number)
+{
+	/* O_NONBLOCK: a FIFO planted in a root must not block the worker. */
+	static const struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_CACHED | RESOLVE_NO_XDEV,
+	};
+	static _Atomic int unavailable; /* a kernel before 5.12, or a filter without openat2 */
+	*error_number = 0;
+	if (unavailable || path[0] != '/' || strlen(path) >= sizeof(file->resolved_path))
+		return 0;
+	int root = containment_find_root((const char *const *)roots->paths, roots->count, path);
+	if (root < 0 || !roots->local[root])
+		return 0;
+	const char *below = path + strlen(roots->paths[root]) + (strcmp(roots->paths[root], "/") != 0);
+	long fd = syscall(SYS_openat2, roots->directories[root], below, &how, sizeof(how));
+	if (fd < 0) {
+		switch (errno) {
+		case ENOSYS:
+		case EPERM:
+		case EINVAL: /* RESOLVE_CACHED unknown */
+			unavailable = 1;
+			return 0;
+		case ENOENT: /* a missing name, known as such from the lookup cache */
+		case ENOTDIR:
+		case EACCES:
+			*error_number = errno;
+			*status = status_from_errno(errno);
+			return 1;
+		default: /* EAGAIN (not cached), EXDEV, ELOOP ...: the disk pool opens it */
+			return 0;
+		}
+	}
+	/* RESOLVE_NO_XDEV: the file is on its root's filesystem, a local one. */
+	*status = describe_opened((int)fd, path, root, file, error_number, 1);
+	return 1;
 }
 
 enum media_status media_open(const struct media_roots *roots, const char *path,
@@ -200,7 +243,7 @@ enum media_status media_open(const struct media_roots *roots, const char *path,
 		close(fd);
 		return MEDIA_OUTSIDE_ROOTS;
 	}
-	return describe_opened(fd, file->resolved_path, root, file, error_number);
+	return describe_opened(fd, file->resolved_path, root, file, error_number, -1);
 }
 
 bool media_filesystem_local(long type)

@@ -22,6 +22,7 @@
 struct media_roots {
 	char *paths[CONFIG_MAX_MEDIA_ROOTS];
 	int directories[CONFIG_MAX_MEDIA_ROOTS]; /* O_PATH descriptors, for openat2 */
+	bool local[CONFIG_MAX_MEDIA_ROOTS];	  /* on a local disk filesystem (media_filesystem_local) */
 	size_t count;
 };
 
@@ -43,8 +44,6 @@ struct opened_file {
 	ino_t inode;
 	nlink_t links;		    /* names the file has (hard links) */
 	bool local;		    /* on a local disk filesystem: an fstat of it never waits */
-	void *map;		    /* a read-only mapping of it for disk_residency, or NULL; set
-				       by disk_io (media_open leaves it NULL) */
 	int root_index;		    /* which root contains it */
 	char resolved_path[PATH_MAX]; /* canonical path of the opened file */
 };
@@ -65,6 +64,19 @@ enum media_status media_open(const struct media_roots *roots, const char *path,
  * filesystems.
  */
 bool media_filesystem_local(long type);
+
+/*
+ * Opens path as media_open does, but only where that waits for nothing: the
+ * path names a file below a root on a local disk filesystem, every component
+ * of it is in the kernel's lookup cache (openat2's RESOLVE_CACHED: EAGAIN
+ * where one would be read from the disk or revalidated) and on the root's
+ * own filesystem (RESOLVE_NO_XDEV: a mount below a root, an NFS export say,
+ * is not local). Then the open and its fstat read memory only. 1 with
+ * *status decided (MEDIA_OK: *file filled); 0 when it cannot tell without
+ * waiting: open it with media_open off the loop.
+ */
+int media_open_cached(const struct media_roots *roots, const char *path, struct opened_file *file,
+		      enum media_status *status, int *error_number);
 
 /* A short description of a status, for logs. */
 const char *media_status_describe(enum media_status status);

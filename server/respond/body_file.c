@@ -87,7 +87,7 @@ static uint64_t plan_file_bytes(const struct file_plan *plan)
 static void send_now(struct exchange *exchange, const struct representation *representation,
 		     const struct file_body *body, const struct file_plan *plan, bool gated)
 {
-	if (gated && disk_gate_attach(exchange, body->io, body->lane, body->map,
+	if (gated && disk_gate_attach(exchange, body->io, body->lane, body->disk,
 				      exchange_config(exchange)->disk_window, &body->keeper) < 0)
 		log_warn("out of memory for a disk gate: the body goes out ungated");
 	struct file_head_text text;
@@ -107,12 +107,11 @@ static bool start_cached(const struct file_body *body, const struct file_plan *p
 	const struct byte_range *part = &plan->parts[0];
 	uint64_t length = part->last - part->first + 1;
 	*first = (struct byte_range){part->first, part->first + (length < window ? length : window) - 1};
-	if (disk_residency(body->map, body->fd, first->first, first->last - first->first + 1) !=
-	    DISK_CACHED)
+	if (disk_residency(body->disk, first->first, first->last - first->first + 1) != DISK_CACHED)
 		return false;
 	for (size_t i = 1; small && i < plan->count; i++) {
 		part = &plan->parts[i];
-		if (disk_residency(body->map, body->fd, part->first, part->last - part->first + 1) !=
+		if (disk_residency(body->disk, part->first, part->last - part->first + 1) !=
 		    DISK_CACHED) {
 			*first = *part;
 			return false;
@@ -255,7 +254,7 @@ void body_file_send(struct exchange *exchange, const struct representation *repr
 	uint64_t window = exchange_config(exchange)->disk_window;
 	bool small = plan_file_bytes(plan) <= window;
 	struct byte_range first;
-	if (body->io == NULL || start_cached(body, plan, window, small, &first)) {
+	if (body->io == NULL || body->disk == NULL || start_cached(body, plan, window, small, &first)) {
 		send_now(exchange, representation, body, plan, body->io != NULL && !small);
 		return;
 	}

@@ -45,8 +45,7 @@ struct copy_open {
 	struct disk_work work; /* first */
 	struct gridfs_spool *spool;
 	const struct gridfs_entry *entry;
-	int fd;	   /* out: the copy, or -1 */
-	void *map; /* out: its mapping, for disk_residency; NULL: none */
+	int fd; /* out: the copy, or -1 */
 };
 
 struct gridfs_stream {
@@ -308,12 +307,13 @@ static void release_copy(void *owner)
 	free(copy);
 }
 
-/* Sends the decided answer from the spooled copy (fd and map, taken over), by sendfile. */
-static void send_copy(struct exchange *exchange, struct gridfs_stream *stream, int fd, void *map)
+/* Sends the decided answer from the spooled copy (fd, taken over), by sendfile. */
+static void send_copy(struct exchange *exchange, struct gridfs_stream *stream, int fd)
 {
 	struct held_copy *held = malloc(sizeof(*held));
+	struct disk_file *disk;
 	struct evbuffer_file_segment *segment =
-		disk_io_segment_new(stream->io, fd, stream->file.entry.length, map, stream->lane);
+		disk_io_segment_new(stream->io, fd, stream->file.entry.length, stream->lane, &disk);
 	if (held == NULL || segment == NULL) {
 		free(held);
 		if (segment != NULL)
@@ -323,7 +323,7 @@ static void send_copy(struct exchange *exchange, struct gridfs_stream *stream, i
 		return;
 	}
 	*held = (struct held_copy){.refs = 1, .segment = segment};
-	struct file_body copy = {.kind = BODY_FILE, .segment = segment, .fd = fd, .map = map,
+	struct file_body copy = {.kind = BODY_FILE, .segment = segment, .fd = fd, .disk = disk,
 				 .io = stream->io, .lane = stream->lane,
 				 .keeper = {hold_copy, release_copy, held}};
 	body_file_send(exchange, &stream->file.representation, &copy, &stream->plan);
@@ -368,8 +368,6 @@ static void copy_open_run(struct disk_work *work)
 {
 	struct copy_open *copy = (struct copy_open *)work;
 	copy->fd = gridfs_spool_open_copy(copy->spool, copy->entry);
-	if (copy->fd >= 0)
-		copy->map = disk_io_map(copy->fd, copy->entry->length);
 }
 
 static void on_copy_opened(struct exchange *exchange, void *arg)
@@ -377,13 +375,12 @@ static void on_copy_opened(struct exchange *exchange, void *arg)
 	struct gridfs_stream *stream = arg;
 	int fd = stream->copy.work.skipped ? -1 : stream->copy.fd;
 	if (!exchange_can_respond(exchange)) {
-		disk_io_close(stream->io, fd, stream->copy.map, stream->file.entry.length,
-			      stream->lane);
+		disk_io_close(stream->io, fd, stream->lane);
 		stream_free(stream);
 		return;
 	}
 	if (fd >= 0) {
-		send_copy(exchange, stream, fd, stream->copy.map);
+		send_copy(exchange, stream, fd);
 		stream_free(stream);
 		return;
 	}
@@ -418,7 +415,7 @@ static void on_copy_deadline(struct exchange *exchange, void *arg)
 static void open_copy(struct exchange *exchange, struct gridfs_stream *stream)
 {
 	stream->copy = (struct copy_open){.spool = stream->spool, .entry = &stream->file.entry,
-					  .fd = -1, .map = NULL};
+					  .fd = -1};
 	stream->copy.work.delivery =
 		exchange_wait(exchange, exchange_config(exchange)->disk_queue_timeout_ms,
 			      on_copy_opened, on_copy_deadline, stream);

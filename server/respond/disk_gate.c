@@ -30,7 +30,7 @@ struct disk_gate {
 	struct exchange *exchange; /* valid while the feed holds the gate */
 	struct disk_io *io;
 	unsigned lane;
-	const void *map;	    /* the file's, for disk_residency */
+	struct disk_file *file;	    /* for disk_residency; kept by the keeper */
 	uint64_t window;
 	unsigned refs;		    /* the feed's, and the read's in flight */
 	bool feeding;		    /* the feed still holds the gate */
@@ -105,7 +105,8 @@ static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t
 /* Whether [offset, offset + length) may be sent from the loop: in memory, or read just now. */
 static bool in_memory(const struct disk_gate *gate, int fd, uint64_t offset, uint64_t length)
 {
-	switch (disk_residency(gate->map, fd, offset, length)) {
+	(void)fd; /* the feed's pieces are all of this one file */
+	switch (disk_residency(gate->file, offset, length)) {
 	case DISK_CACHED:
 		return true;
 	case DISK_MAY_BLOCK:
@@ -150,7 +151,7 @@ static void gate_release(void *arg)
 }
 
 int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lane,
-		     const void *map, uint64_t window, const struct file_keeper *keeper)
+		     struct disk_file *file, uint64_t window, const struct file_keeper *keeper)
 {
 	struct disk_gate *gate = calloc(1, sizeof(*gate));
 	if (gate == NULL)
@@ -159,7 +160,7 @@ int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lan
 		.exchange = exchange,
 		.io = io,
 		.lane = lane,
-		.map = map,
+		.file = file,
 		.window = window,
 		.refs = 1,
 		.feeding = true,

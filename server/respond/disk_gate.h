@@ -24,13 +24,13 @@
 
 /*
  * Puts the next answer of exchange through a gate reading lane of io, window
- * bytes at a time (exchange_feed_windows), its residency checks on the file's
- * map (disk_residency; NULL: none). The gate holds the file through
+ * bytes at a time (exchange_feed_windows), its residency checks on file
+ * (disk_residency). The gate holds the file through
  * keeper (a reference taken here, given back once neither the feed nor a read
  * needs it): the feed keeps no segment reference of its own. -1 if out of
  * memory (the answer then goes out ungated).
  */
 int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lane,
-		     const void *map, uint64_t window, const struct file_keeper *keeper);
+		     struct disk_file *file, uint64_t window, const struct file_keeper *keeper);
 
 #endif

@@ -48,7 +48,7 @@ struct file_body {
 	const char *download_path; /* the name ?download offers comes from it; NULL: the URL's */
 	struct evbuffer_file_segment *segment;	/* BODY_FILE: borrowed, the whole file */
 	int fd;					/* BODY_FILE: the segment's descriptor */
-	const void *map;			/* BODY_FILE: its mapping (disk_residency); NULL: none */
+	struct disk_file *disk;			/* BODY_FILE: for disk_residency; NULL: none */
 	struct disk_io *io;			/* where a file's windows are read (BODY_FILE, and
 						   BODY_GRIDFS's spooled copy); NULL: none */
 	unsigned lane;				/* that file's disk lane (disk_io.h) */

@@ -35,7 +35,7 @@ static void answer_by_sendfile(struct exchange *exchange, const struct cached_fi
 		.download_path = file->resolved_path,
 		.segment = file->segment,
 		.fd = file->fd,
-		.map = file->map,
+		.disk = file->disk,
 		.io = io,
 		.lane = (unsigned)file->root_index,
 		.keeper = {keep_entry, let_entry_go, file->entry},

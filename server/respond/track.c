@@ -153,6 +153,11 @@ static void open_file(struct exchange *exchange, const struct resources *resourc
 		snprintf(start->etag, sizeof(start->etag), "%s", document_etag);
 	start->disk.open.roots = &resources->media_roots;
 	snprintf(start->disk.open.path, sizeof(start->disk.open.path), "%s", path);
+	/* A path the kernel resolves from memory, on a local disk, is opened here at once. */
+	if (disk_open_now(&start->disk.open)) {
+		on_opened(exchange, start);
+		return;
+	}
 	submit_start(exchange, start, disk_open_run,
 		     disk_io_lane_of_path(&resources->media_roots, path), on_opened);
 }
