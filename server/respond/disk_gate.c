@@ -135,11 +135,20 @@ static int gate_ready(void *arg, int fd, uint64_t offset, uint64_t length, uint6
 		uint64_t more = length + ahead < gate->window ? length + ahead : gate->window;
 		return start_read(gate, fd, offset, more > length ? more : length) ? 0 : 1;
 	}
-	/* This window goes now; the next one is brought in while it is sent. */
-	uint64_t next = offset + length, next_length = ahead < gate->window ? ahead : gate->window;
-	if (!gate->reading && next_length > 0 && !was_read(gate, fd, next, next_length) &&
-	    !in_memory(gate, fd, next, next_length))
-		start_read(gate, fd, next, next_length);
+	/*
+	 * These bytes go now. What follows them is read ahead while they are sent,
+	 * a window at a time from where the last read ended, once less than half a
+	 * window of it is read.
+	 */
+	uint64_t sent_to = offset + length, end = sent_to + ahead;
+	uint64_t read_to = gate->read_fd == fd && gate->read_from <= sent_to && gate->read_to > sent_to
+				   ? gate->read_to
+				   : sent_to;
+	if (!gate->reading && read_to < end && read_to - sent_to < gate->window / 2) {
+		uint64_t next_length = end - read_to < gate->window ? end - read_to : gate->window;
+		if (!in_memory(gate, fd, read_to, next_length))
+			start_read(gate, fd, read_to, next_length);
+	}
 	return 1;
 }
 

@@ -46,6 +46,14 @@ struct feed {
 
 /* Unpaced and without a gate, a feed still moves a file this much at a time. */
 #define FEED_WINDOW_DEFAULT ((uint64_t)1 << 20)
+/*
+ * Unpaced, the output is topped up this much at a time at most (a window may
+ * be larger): one sendfile sends what is on the output, as much as the socket
+ * takes, and on loopback a socket takes megabytes at once; a loop that sends
+ * smaller parts turns to its other connections sooner (nginx's
+ * sendfile_max_chunk, for the same reason).
+ */
+#define FEED_CHUNK_MAX ((uint64_t)256 * 1024)
 
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 
@@ -270,10 +278,16 @@ static void wait_for_next_slice(struct feed *feed, double due)
 	wait_for(feed, ((double)next_slice(feed) - due) / (double)feed->rate);
 }
 
+/* Unpaced: what a top-up moves at most. */
+static uint64_t chunk_of(const struct feed *feed)
+{
+	return feed->window < FEED_CHUNK_MAX ? feed->window : FEED_CHUNK_MAX;
+}
+
 /* Unpaced: the output is topped up once it holds at most this. */
 static uint64_t room_mark(const struct feed *feed)
 {
-	return feed->window / 2;
+	return chunk_of(feed) / 2;
 }
 
 void feed_run(struct feed *feed)
@@ -290,7 +304,7 @@ void feed_run(struct feed *feed)
 			return;
 		}
 		feed->awaiting_room = false;
-		length = feed->window;
+		length = chunk_of(feed);
 	} else {
 		double rate = (double)feed->rate;
 		if (queued >= feed->slice) {
