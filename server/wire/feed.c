@@ -284,10 +284,17 @@ static uint64_t chunk_of(const struct feed *feed)
 	return feed->window < FEED_CHUNK_MAX ? feed->window : FEED_CHUNK_MAX;
 }
 
-/* Unpaced: the output is topped up once it holds at most this. */
+/*
+ * Unpaced: the output is topped up once it is empty. The socket's own buffer
+ * still holds what it took, so the client waits for nothing meanwhile; and a
+ * part added before the last one is out would be a second evbuffer chain on
+ * the output (libevent allocates each at 1 KiB): every listener of a long
+ * track would carry two.
+ */
 static uint64_t room_mark(const struct feed *feed)
 {
-	return chunk_of(feed) / 2;
+	(void)feed;
+	return 0;
 }
 
 void feed_run(struct feed *feed)

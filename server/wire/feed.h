@@ -9,8 +9,7 @@
  *     a device; meanwhile the gate brings the window in off the loop, and the
  *     next one while this one is sent.
  * Without pacing, the output is topped up a part at a time (a window, at
- * most 256 KiB: feed.c says why) whenever it has drained to half a part
- * (feed_output_changed). A feed is as small as
+ * most 256 KiB: feed.c says why) whenever it is empty (feed_output_changed). A feed is as small as
  * it can be, as every listener of a track longer than a window has one: an
  * unpaced feed has no timer of its own.
  *
