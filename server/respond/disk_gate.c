@@ -25,35 +25,36 @@
 /* Times one window is read again after its pages were evicted before it is sent anyway. */
 #define EVICTIONS_MAX 2
 
+/* Kept small: a listener of a long track holds one for as long as it plays. */
 struct disk_gate {
 	struct disk_read *read;	    /* the read in flight or last done; made at the first one */
 	struct exchange *exchange; /* valid while the feed holds the gate */
 	struct disk_io *io;
-	unsigned lane;
 	struct disk_file *file;	    /* for disk_residency; kept by the keeper */
-	uint64_t window;
-	unsigned refs;		    /* the feed's, and the read's in flight */
+	void (*release)(void *owner); /* the keeper's, and what it keeps: held until the gate goes */
+	void *owner;
+	uint64_t read_from, read_to; /* what the last read brought in: [from, to), empty when equal */
+	uint64_t evicted_at;	    /* the window found evicted last, and how often */
+	uint32_t window;
+	uint16_t lane;
+	uint8_t evictions;
+	uint8_t refs;		    /* the feed's, and the read's in flight */
 	bool feeding;		    /* the feed still holds the gate */
 	bool reading;		    /* a read is in flight: read.offset, read.length */
-	int read_fd;		    /* what the last completed read brought in */
-	uint64_t read_from, read_to; /* [from, to); empty when equal */
-	uint64_t evicted_at;	    /* the window found evicted last, and how often */
-	unsigned evictions;
-	struct file_keeper keeper;  /* the file, held until the gate goes */
 };
 
 static void gate_unref(struct disk_gate *gate)
 {
 	if (--gate->refs > 0)
 		return;
-	gate->keeper.release(gate->keeper.owner);
+	gate->release(gate->owner);
 	free(gate->read);
 	free(gate);
 }
 
 static bool was_read(const struct disk_gate *gate, int fd, uint64_t offset, uint64_t length)
 {
-	return gate->read_fd == fd && offset >= gate->read_from &&
+	return fd == disk_file_fd(gate->file) && offset >= gate->read_from &&
 	       offset + length <= gate->read_to;
 }
 
@@ -73,7 +74,6 @@ static void on_read_done(struct exchange *exchange, void *arg)
 			exchange_stream_abort(exchange); /* the client sees a short body, never wrong bytes */
 		return;
 	}
-	gate->read_fd = read->fd;
 	gate->read_from = read->offset;
 	gate->read_to = read->offset + read->read;
 	gate_unref(gate);
@@ -141,7 +141,7 @@ static int gate_ready(void *arg, int fd, uint64_t offset, uint64_t length, uint6
 	 * window of it is read.
 	 */
 	uint64_t sent_to = offset + length, end = sent_to + ahead;
-	uint64_t read_to = gate->read_fd == fd && gate->read_from <= sent_to && gate->read_to > sent_to
+	uint64_t read_to = gate->read_from <= sent_to && gate->read_to > sent_to
 				   ? gate->read_to
 				   : sent_to;
 	if (!gate->reading && read_to < end && read_to - sent_to < gate->window / 2) {
@@ -173,9 +173,9 @@ int disk_gate_attach(struct exchange *exchange, struct disk_io *io, unsigned lan
 		.window = window,
 		.refs = 1,
 		.feeding = true,
-		.read_fd = -1,
 		.evicted_at = UINT64_MAX,
-		.keeper = *keeper,
+		.release = keeper->release,
+		.owner = keeper->owner,
 	};
 	keeper->hold(keeper->owner);
 	exchange_feed_windows(exchange, gate_ready, gate_release, gate, window);

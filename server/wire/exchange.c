@@ -676,6 +676,8 @@ static void on_feed_failed(void *context)
 	exchange_stream_abort(context);
 }
 
+static const struct feed_sink_ops feed_to_exchange = {on_feed_added, on_feed_failed};
+
 /*
  * exchange->feed for the pacing and the gate set, before the body is recorded
  * (the gate is the feed's from here); 0, or -1 (logged, the connection closed)
@@ -686,8 +688,7 @@ static int start_feed(struct exchange *exchange, struct bufferevent *bev)
 	struct feed_sink sink = {
 		.base = exchange->server->base,
 		.output = bufferevent_get_output(bev),
-		.added = on_feed_added,
-		.failed = on_feed_failed,
+		.ops = &feed_to_exchange,
 		.context = exchange,
 	};
 	struct feed_gate gate = exchange->gate;

@@ -14,8 +14,8 @@
 #include "base/clock.h"
 #include "wire/pacing.h"
 
-/* Pieces kept inside the feed: a body of one range, or a stream's one growing text. */
-#define PIECES_INLINE 2
+/* Pieces kept inside the feed: a body of one range (a multipart body grows the array). */
+#define PIECES_INLINE 1
 
 struct piece {
 	struct evbuffer_file_segment *segment; /* NULL: the next length bytes of texts */
@@ -23,24 +23,35 @@ struct piece {
 	uint64_t offset, length;	       /* a segment's range, a text's length */
 };
 
+/* What a paced feed has besides (made only for one: most feeds are not paced). */
+struct pace {
+	uint64_t rate, after;	 /* bytes per second, and those sent at once first */
+	uint64_t slice;		 /* what a feed waits for once the allowance is steady */
+	struct timespec started; /* when the body began */
+	struct event *timer;	 /* the wait for allowance or for the socket */
+};
+
+/*
+ * Kept small: every listener of a track longer than a window has one for as
+ * long as it plays (minutes), so each byte here is a byte a listener.
+ */
 struct feed {
-	struct feed_sink sink;
+	const struct feed_sink_ops *ops;
+	void *context;		  /* the sink's */
+	struct evbuffer *output;
 	struct feed_gate gate;	  /* gate.ready NULL: none */
-	uint64_t rate, after;	  /* bytes per second, and those sent at once first; rate 0: unpaced */
-	uint64_t slice;		  /* paced: what a feed waits for once the allowance is steady */
+	struct pace *pace;	  /* NULL: unpaced */
 	uint64_t window;	  /* the most bytes of a file moved at once */
-	struct timespec started;  /* when the body began */
 	uint64_t fed;		  /* body bytes moved to the output */
-	struct event *timer;	  /* paced: the wait for allowance or for the socket; NULL unpaced */
-	bool awaiting_room;	  /* unpaced: waiting for the output to drain to half a window */
-	bool awaiting_gate;	  /* the gate is bringing the next window in */
+	uint64_t next_done;	  /* the piece being fed: its bytes fed already */
+	uint64_t held;		  /* recorded and not yet fed */
 	struct evbuffer *texts;	  /* the text pieces' bytes, in order; NULL until one */
 	struct evbuffer *holds;	  /* a chain per segment piece: its reference; NULL until one */
 	struct piece *pieces;	  /* inline, or malloc'd once more are recorded */
-	size_t count, capacity;
-	size_t next;		  /* the piece being fed */
-	uint64_t next_done;	  /* its bytes fed already */
-	uint64_t held;		  /* recorded and not yet fed */
+	uint32_t count, capacity;
+	uint32_t next;		  /* the piece being fed */
+	bool awaiting_room;	  /* unpaced: waiting for the output to drain */
+	bool awaiting_gate;	  /* the gate is bringing the next window in */
 	struct piece inline_pieces[PIECES_INLINE];
 };
 
@@ -61,7 +72,10 @@ struct feed *feed_new(const struct feed_sink *sink, uint64_t rate, uint64_t afte
 		      const struct feed_gate *gate)
 {
 	struct feed *feed = calloc(1, sizeof(*feed));
-	if (feed != NULL && rate > 0 && (feed->timer = evtimer_new(sink->base, on_timer, feed)) == NULL) {
+	if (feed != NULL && rate > 0 &&
+	    ((feed->pace = calloc(1, sizeof(*feed->pace))) == NULL ||
+	     (feed->pace->timer = evtimer_new(sink->base, on_timer, feed)) == NULL)) {
+		free(feed->pace);
 		free(feed);
 		feed = NULL;
 	}
@@ -70,14 +84,18 @@ struct feed *feed_new(const struct feed_sink *sink, uint64_t rate, uint64_t afte
 			gate->release(gate->arg);
 		return NULL;
 	}
-	feed->sink = *sink;
+	feed->ops = sink->ops;
+	feed->context = sink->context;
+	feed->output = sink->output;
 	if (gate != NULL)
 		feed->gate = *gate;
-	feed->rate = rate;
-	feed->after = after;
-	feed->slice = rate > 0 ? pacing_slice(rate) : 0;
+	if (feed->pace != NULL) {
+		feed->pace->rate = rate;
+		feed->pace->after = after;
+		feed->pace->slice = pacing_slice(rate);
+		feed->pace->started = clock_now();
+	}
 	feed->window = gate != NULL && gate->window > 0 ? gate->window : FEED_WINDOW_DEFAULT;
-	feed->started = clock_now();
 	feed->pieces = feed->inline_pieces;
 	feed->capacity = PIECES_INLINE;
 	return feed;
@@ -87,8 +105,10 @@ void feed_free(struct feed *feed)
 {
 	if (feed == NULL)
 		return;
-	if (feed->timer != NULL)
-		event_free(feed->timer);
+	if (feed->pace != NULL) {
+		event_free(feed->pace->timer);
+		free(feed->pace);
+	}
 	if (feed->texts != NULL)
 		evbuffer_free(feed->texts);
 	if (feed->holds != NULL)
@@ -110,7 +130,7 @@ uint64_t feed_held(const struct feed *feed)
 static struct piece *new_piece(struct feed *feed)
 {
 	if (feed->count == feed->capacity) {
-		size_t capacity = feed->capacity * 2;
+		uint32_t capacity = feed->capacity * 2;
 		struct piece *grown = malloc(capacity * sizeof(*grown));
 		if (grown == NULL)
 			return NULL;
@@ -212,7 +232,7 @@ static void wait_for(struct feed *feed, double seconds)
 	if (microseconds < 1000)
 		microseconds = 1000; /* the loop's clock is a millisecond's */
 	struct timeval delay = {.tv_sec = microseconds / 1000000, .tv_usec = microseconds % 1000000};
-	evtimer_add(feed->timer, &delay);
+	evtimer_add(feed->pace->timer, &delay);
 }
 
 /*
@@ -239,10 +259,10 @@ static int64_t move_to(struct feed *feed, uint64_t length)
 				feed->awaiting_gate = true;
 				break;
 			}
-			added = evbuffer_add_file_segment(feed->sink.output, piece->segment,
+			added = evbuffer_add_file_segment(feed->output, piece->segment,
 							  (ev_off_t)from, (ev_off_t)take);
 		} else {
-			added = evbuffer_remove_buffer(feed->texts, feed->sink.output, (size_t)take) ==
+			added = evbuffer_remove_buffer(feed->texts, feed->output, (size_t)take) ==
 					(int)take
 				? 0
 				: -1;
@@ -269,13 +289,13 @@ static int64_t move_to(struct feed *feed, uint64_t length)
  */
 static uint64_t next_slice(const struct feed *feed)
 {
-	return feed->slice < feed->held ? feed->slice : feed->held;
+	return feed->pace->slice < feed->held ? feed->pace->slice : feed->held;
 }
 
 /* Paced: waits until the next slice is due, due bytes being due already. */
 static void wait_for_next_slice(struct feed *feed, double due)
 {
-	wait_for(feed, ((double)next_slice(feed) - due) / (double)feed->rate);
+	wait_for(feed, ((double)next_slice(feed) - due) / (double)feed->pace->rate);
 }
 
 /* Unpaced: what a top-up moves at most. */
@@ -300,12 +320,12 @@ static uint64_t room_mark(const struct feed *feed)
 void feed_run(struct feed *feed)
 {
 	feed->awaiting_gate = false;
-	if (feed->held == 0 || (feed->timer != NULL && evtimer_pending(feed->timer, NULL)))
+	if (feed->held == 0 || (feed->pace != NULL && evtimer_pending(feed->pace->timer, NULL)))
 		return; /* a stream's next part is awaited (its append runs the feed), or a wait is on */
-	size_t queued = evbuffer_get_length(feed->sink.output);
+	size_t queued = evbuffer_get_length(feed->output);
 	uint64_t length;
 	double due = 0;
-	if (feed->rate == 0) {
+	if (feed->pace == NULL) {
 		if (queued > room_mark(feed)) {
 			feed->awaiting_room = true; /* feed_output_changed runs it again */
 			return;
@@ -313,13 +333,14 @@ void feed_run(struct feed *feed)
 		feed->awaiting_room = false;
 		length = chunk_of(feed);
 	} else {
-		double rate = (double)feed->rate;
-		if (queued >= feed->slice) {
+		const struct pace *pace = feed->pace;
+		double rate = (double)pace->rate;
+		if (queued >= pace->slice) {
 			/* The client is behind the rate: nothing more until the socket took a slice. */
-			wait_for(feed, (double)feed->slice / rate);
+			wait_for(feed, (double)pace->slice / rate);
 			return;
 		}
-		due = pacing_allowed(feed->rate, feed->after, clock_seconds_since(&feed->started)) -
+		due = pacing_allowed(pace->rate, pace->after, clock_seconds_since(&pace->started)) -
 		      (double)feed->fed;
 		length = due < (double)feed->held ? (due > 0 ? (uint64_t)due : 0) : feed->held;
 		if (length < next_slice(feed)) {
@@ -330,17 +351,17 @@ void feed_run(struct feed *feed)
 	}
 	int64_t moved = move_to(feed, length);
 	if (moved < 0) {
-		feed->sink.failed(feed->sink.context);
+		feed->ops->failed(feed->context);
 		return;
 	}
 	if (moved == 0)
 		return; /* the gate brings the next window in, and runs the feed again */
-	if (feed->rate > 0 && feed->held > 0 && !feed->awaiting_gate)
+	if (feed->pace != NULL && feed->held > 0 && !feed->awaiting_gate)
 		wait_for_next_slice(feed, due - (double)moved); /* under a byte was due and not sent */
-	if (feed->rate == 0 && feed->held > 0 && !feed->awaiting_gate)
+	if (feed->pace == NULL && feed->held > 0 && !feed->awaiting_gate)
 		feed->awaiting_room = true; /* the output's draining (in added's write, or later) wakes it */
 	/* Last: with the final byte this completes the response, and may free the feed. */
-	feed->sink.added(feed->sink.context, (size_t)moved);
+	feed->ops->added(feed->context, (size_t)moved);
 }
 
 bool feed_output_changed(struct feed *feed, size_t length)

@@ -61,12 +61,17 @@ struct feed_gate {
 	uint64_t window; /* the most bytes of a file one part moves */
 };
 
-/* Where the feed puts the body, and whom it tells. */
-struct feed_sink {
-	struct event_base *base;
-	struct evbuffer *output;
+/* Whom the feed tells (one set of functions for every feed: a feed keeps a pointer to it). */
+struct feed_sink_ops {
 	void (*added)(void *context, size_t length); /* moved to the output; may end the answer */
 	void (*failed)(void *context);		      /* out of memory: the answer cannot go on */
+};
+
+/* Where the feed puts the body, and whom it tells. */
+struct feed_sink {
+	struct event_base *base; /* a paced feed's timer's */
+	struct evbuffer *output;
+	const struct feed_sink_ops *ops;
 	void *context;
 };
 
