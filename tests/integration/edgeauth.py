@@ -79,7 +79,8 @@ class NpmEdgeAuth:
         self.prefix = prefix
         self.module = prefix / "node_modules" / NPM_PACKAGE
         node = shutil.which("node") or shutil.which("nodejs")
-        assert node, "node is needed for the npm package (scripts/install-deps installs nodejs)"
+        assert node, ("node is needed for the npm package "
+                      "(scripts/setup/install-deps installs nodejs)")
         self.node = node
 
     def installed(self):
@@ -91,7 +92,8 @@ class NpmEdgeAuth:
         if self.installed():
             return self
         npm = shutil.which("npm")
-        assert npm, "npm is needed to install akamai-edgeauth (scripts/install-deps installs it)"
+        assert npm, ("npm is needed to install akamai-edgeauth "
+                     "(scripts/setup/install-deps installs it)")
         self.prefix.mkdir(parents=True, exist_ok=True)
         # make test runs two pytest sessions at once, each with several workers: one npm at a
         # time writes the prefix (two at once left neither's package.json, both exiting 0).

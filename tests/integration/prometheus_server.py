@@ -26,7 +26,7 @@ STOP_TIMEOUT = 20.0                  # after SIGTERM (scaled), before it is kill
 def require(path):
     if not os.path.exists(path):
         raise AssertionError(f"{path} is missing: install Debian's prometheus "
-                             "(scripts/install-deps, which `make test` runs)")
+                             "(scripts/setup/install-deps, which `make test` runs)")
     return path
 
 

@@ -30,7 +30,7 @@ from support import REPO, free_port, scaled, wait_until
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)")
+    reason="nginx and varnishd are needed (scripts/setup/install-deps)")
 
 TIMEOUT = scaled(20)
 SICK_TIMEOUT = scaled(15)      # probe every 200 ms, window 5, threshold 3: ~1 s expected

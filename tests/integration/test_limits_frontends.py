@@ -26,7 +26,7 @@ from test_limits import (KIB, Held, assert_429, assert_paced, get_from, metric, 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)")
+    reason="nginx and varnishd are needed (scripts/setup/install-deps)")
 
 HEALTHY_TIMEOUT = scaled(30)
 # The figures: 26.5 s for the 4 MB track, so that nginx's second-granular allowance (up to

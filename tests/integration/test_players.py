@@ -184,7 +184,7 @@ PLAYER_READ_AHEAD = 16 * 1024 * 1024
 def needs(*tools):
     missing = [t for t in tools if not shutil.which(t)]
     return pytest.mark.skipif(bool(missing), reason=f"{missing} not installed "
-                                                    "(scripts/install-deps)")
+                                                    "(scripts/setup/install-deps)")
 
 
 @pytest.fixture(scope="module")

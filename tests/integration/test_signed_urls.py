@@ -647,7 +647,7 @@ def test_the_readme_python_snippet_signs_a_url_musicd_serves(signing, library, k
 
 def test_the_readme_php_snippet_signs_a_url_musicd_serves(signing, library, key):
     php = subprocess.run(["which", "php"], capture_output=True, text=True).stdout.strip()
-    assert php, "php is needed (scripts/install-deps installs php-cli)"
+    assert php, "php is needed (scripts/setup/install-deps installs php-cli)"
     track = library.add(name="song.mp3")
     program = f"$mid = '{track.id}';\n" + snippet("php") + "\necho $url;\n"
     p = subprocess.run([php, "-r", program], capture_output=True, text=True, timeout=TIMEOUT,
