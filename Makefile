@@ -218,7 +218,7 @@ demo: demo-deps
 	@scripts/setup/demo
 
 # The Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/packaging/build-deb,
-# README "Install").
+# docs/operating.md).
 deb:
 	@scripts/setup/install-deps deb
 	@DEBDIR=$(DEBDIR) scripts/packaging/build-deb
@@ -264,7 +264,7 @@ INSTALL_DATA   ?= $(INSTALL) -m 644
 
 CONF_INSTALLED := $(DESTDIR)$(sysconfdir)/musicd/musicd.conf
 # The nginx sites and the VCLs, with the files of the VCLs' opt-in blocks beside them (a VCL
-# includes them from its own directory): examples to copy and adapt (README, "Deployment").
+# includes them from its own directory): examples to copy and adapt (docs/deployment.md).
 EXAMPLES := config/nginx-musicd.conf config/nginx-musicd-offload.conf \
 	config/nginx-musicd-cluster.conf config/varnish-musicd.vcl config/varnish-musicd-cluster.vcl \
 	config/varnish-musicd-request-limit.vcl config/varnish-musicd-url-signing.vcl \
@@ -320,7 +320,7 @@ UNIT_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
 TEMPLATE_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd@.service
 MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
 # Prometheus's rules (with their unit tests, so an edited copy can be tested) and the Grafana
-# dashboard: read from where they are installed (README, "Alerts and a dashboard").
+# dashboard: read from where they are installed (docs/monitoring.md).
 MONITORING_FILES := prometheus/musicd.rules.yml prometheus/musicd.rules.test.yml \
 	grafana/musicd-dashboard.json
 

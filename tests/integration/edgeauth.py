@@ -27,7 +27,8 @@ NPM_PREFIX = REPO / "var" / "npm"
 NPM_TIMEOUT = 300  # a first install downloads the package
 NODE_TIMEOUT = 60
 
-# "musicd-example-key-0123456789abc" hex-encoded: README's worked example, and the unit tests'.
+# "musicd-example-key-0123456789abc" hex-encoded: the worked example of
+# docs/signed-urls-and-limits.md, and the unit tests'.
 EXAMPLE_KEY = "6d75736963642d6578616d706c652d6b65792d30313233343536373839616263"
 
 

@@ -578,7 +578,7 @@ CUT_LOOKUP_TIMEOUT_MS = 2000   # how long a request waits for a database that wa
 
 
 def metric(server, name):
-    """The value of name's one unlabelled sample in GET /metrics (README "Metrics")."""
+    """The value of name's one unlabelled sample in GET /metrics (docs/monitoring.md)."""
     resp, _ = exchange(server.metrics_port, "GET", "/metrics", timeout=scaled(READ_TIMEOUT))
     assert resp.status == 200
     found = re.search(rf"^{re.escape(name)} (\S+)$", resp.body.decode(), re.M)

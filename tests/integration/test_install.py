@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from frontends import INCLUDE_LINE, block_on, readme_block_lines, vcl_compiles
+from frontends import INCLUDE_LINE, block_on, documented_block_lines, vcl_compiles
 from musicd_process import musicd_env, require_binary
 from support import REPO, free_port, read_text, scaled, wait_until
 
@@ -399,9 +399,9 @@ def test_a_shipped_configuration_edited_after_install_is_kept(tmp_path):
                     reason="varnishd is needed (scripts/setup/install-deps)")
 @pytest.mark.parametrize("vcl", ["varnish-musicd.vcl", "varnish-musicd-cluster.vcl"])
 def test_the_installed_vcls_compile_with_every_opt_in_block_on(tmp_path, vcl):
-    """As README's "Opt-in blocks of the VCLs" has an operator do it, from the package's layout:
-    the VCL and its opt-in files copied side by side out of the installed examples, each
-    block's one include line uncommented."""
+    """As "Opt-in blocks of the VCLs" in docs/deployment.md has an operator do it, from the
+    package's layout: the VCL and its opt-in files copied side by side out of the installed
+    examples, each block's one include line uncommented."""
     destdir = tmp_path / "stage"
     make("-s", "install", f"DESTDIR={destdir}", "PREFIX=/usr")
     examples = destdir / "usr" / "share" / "doc" / "musicd" / "examples"
@@ -410,7 +410,7 @@ def test_the_installed_vcls_compile_with_every_opt_in_block_on(tmp_path, vcl):
     for name in INCLUDE_LINE.findall((examples / vcl).read_text()):
         shutil.copy(examples / name, etc_varnish / name)
     text = (examples / vcl).read_text()
-    for name in readme_block_lines():
+    for name in documented_block_lines():
         old, new = block_on(name)
         assert text.count(old) == 1, name
         text = text.replace(old, new)
