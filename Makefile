@@ -6,8 +6,12 @@
 #   make layers server/'s include graph: layers only include layers below them, no cycle,
 #               event2/http_struct.h in one module of wire/
 #   make demo   install what the demo needs, build, start FerretDB, make a sample library, run
-#               musicd (DEMO_PORT, DEMO_METRICS_PORT, DEMO_DB_PORT, DEMO_MONGODB_URI: scripts/demo)
-#   make deb    the Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/build-deb)
+#               musicd (DEMO_PORT, DEMO_METRICS_PORT, DEMO_DB_PORT, DEMO_MONGODB_URI:
+#               scripts/setup/demo)
+#   make deb    the Debian package: build/deb/musicd_$(VERSION)_<arch>.deb
+#               (scripts/packaging/build-deb)
+#   make bench  musicd against nginx, every workload (scripts/benchmarks/bench; docs/BENCHMARKS.md)
+# scripts/ holds what these run, one folder per purpose: setup/, tests/, benchmarks/, packaging/.
 #   make install / make uninstall   (GNU conventions: PREFIX, DESTDIR, bindir, sbindir, ...; below)
 CC       ?= cc
 PKGS     := libevent libevent_pthreads libmongoc-1.0 libsystemd libcrypto
@@ -166,14 +170,15 @@ build/fuzz/%: tests/fuzz/%.c $(PURE_SRCS) $(SERVER_HDRS) | build/fuzz
 	clang $(FUZZ_FLAGS) -o $@ $< $(PURE_SRCS) $(PURE_LIBS)
 
 fuzz: fuzz-build
-	@scripts/run-fuzzers $(FUZZ_BINS)
+	@scripts/tests/run-fuzzers $(FUZZ_BINS)
 
 $(OBJ) $(ASAN_OBJ) $(TSAN_OBJ) build/tests build/fuzz build/tools:
 	mkdir -p $@
 
-# Test tools built here (scripts/bench and scripts/soak build their clients themselves):
+# Test tools built here (scripts/benchmarks/bench and soak build their clients themselves):
 # build/tools/slowfs, the slow and hung FUSE filesystem of the storage tests and of
-# scripts/bench's slow section (tests/tools/slowfs.c; libfuse3-dev, scripts/install-deps test).
+# scripts/benchmarks/bench's slow section (tests/tools/slowfs.c; libfuse3-dev,
+# scripts/setup/install-deps test).
 TOOLS := build/tools/slowfs
 tools: $(TOOLS)
 
@@ -181,19 +186,19 @@ build/tools/slowfs: tests/tools/slowfs.c Makefile | build/tools
 	$(CC) -std=gnu11 -O2 -g $(WARN) -pthread $(shell pkg-config --cflags fuse3 2>/dev/null) -o $@ $< \
 		$(shell pkg-config --libs fuse3 2>/dev/null)
 
-# What each target installs (scripts/install-deps): demo, the build and the demo's needs; test,
-# those and the test toolchain; deb, the build's and the packaging tools.
+# What each target installs (scripts/setup/install-deps): demo, the build and the demo's needs;
+# test, those and the test toolchain; deb, the build's and the packaging tools.
 deps:
-	@scripts/install-deps test
+	@scripts/setup/install-deps test
 
 demo-deps:
-	@scripts/install-deps demo
+	@scripts/setup/install-deps demo
 
 ferretdb:
-	@scripts/ferretdb build
+	@scripts/setup/ferretdb build
 
 unit: unit-build
-	@scripts/run-unit-tests $(UNIT_BINS) $(TSAN_BINS)
+	@scripts/tests/run-unit-tests $(UNIT_BINS) $(TSAN_BINS)
 
 layers:
 	@/usr/bin/python3 tests/check_layers.py server
@@ -203,23 +208,24 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 test: deps
 	@$(MAKE) --no-print-directory -s -j$(JOBS) all asan unit-build fuzz-build tools
-	@scripts/ferretdb build
-	@scripts/ferretdb build-unpatched var/bin/ferretdb-unpatched
-	@scripts/run-tests
+	@scripts/setup/ferretdb build
+	@scripts/setup/ferretdb build-unpatched var/bin/ferretdb-unpatched
+	@scripts/tests/run-tests
 
 demo: demo-deps
 	@$(MAKE) --no-print-directory -s all
-	@scripts/ferretdb build
-	@scripts/demo
+	@scripts/setup/ferretdb build
+	@scripts/setup/demo
 
-# The Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/build-deb, README "Install").
+# The Debian package: build/deb/musicd_$(VERSION)_<arch>.deb (scripts/packaging/build-deb,
+# docs/operating.md).
 deb:
-	@scripts/install-deps deb
-	@DEBDIR=$(DEBDIR) scripts/build-deb
+	@scripts/setup/install-deps deb
+	@DEBDIR=$(DEBDIR) scripts/packaging/build-deb
 
 bench: deps
 	@$(MAKE) --no-print-directory -s all
-	@scripts/bench
+	@scripts/benchmarks/bench
 
 clean:
 	rm -rf build
@@ -258,7 +264,7 @@ INSTALL_DATA   ?= $(INSTALL) -m 644
 
 CONF_INSTALLED := $(DESTDIR)$(sysconfdir)/musicd/musicd.conf
 # The nginx sites and the VCLs, with the files of the VCLs' opt-in blocks beside them (a VCL
-# includes them from its own directory): examples to copy and adapt (README, "Deployment").
+# includes them from its own directory): examples to copy and adapt (docs/deployment.md).
 EXAMPLES := config/nginx-musicd.conf config/nginx-musicd-offload.conf \
 	config/nginx-musicd-cluster.conf config/varnish-musicd.vcl config/varnish-musicd-cluster.vcl \
 	config/varnish-musicd-request-limit.vcl config/varnish-musicd-url-signing.vcl \
@@ -314,7 +320,7 @@ UNIT_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd.service
 TEMPLATE_INSTALLED := $(DESTDIR)$(SYSTEMDUNITDIR)/musicd@.service
 MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
 # Prometheus's rules (with their unit tests, so an edited copy can be tested) and the Grafana
-# dashboard: read from where they are installed (README, "Alerts and a dashboard").
+# dashboard: read from where they are installed (docs/monitoring.md).
 MONITORING_FILES := prometheus/musicd.rules.yml prometheus/musicd.rules.test.yml \
 	grafana/musicd-dashboard.json
 

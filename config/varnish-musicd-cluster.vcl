@@ -12,10 +12,10 @@ vcl 4.1;
 # spreading the tracks instead (behind config/varnish-musicd.vcl, or facing clients), see
 # config/nginx-musicd-cluster.conf.
 #
-# The origins are stateless: each runs musicd against the same database and the same library.
-# With a copy of the library on each host, run every origin with the same --etag-field (README,
-# "Many origins"): Varnish revalidates an expired track with If-None-Match, and a client
-# resumes with If-Range, on whichever origin the ring gives at the time.
+# The origins are stateless: each runs musicd against the same database and the same library. With a
+# copy of the library on each host, run every origin with the same --etag-field (docs/deployment.md,
+# "Many origins"): Varnish revalidates an expired track with If-None-Match, and a client resumes
+# with If-Range, on whichever origin the ring gives at the time.
 #
 # What to adapt (each place is marked "ADAPT"):
 #   - the backends origin1..3 (one per musicd --listen address) and the add_backend lines;
@@ -55,8 +55,8 @@ sub vcl_recv {
 }
 
 # -- Opt-in blocks: one file each, beside this one; off as shipped ------------------------------
-# Each is switched on by uncommenting its one include line (README, "Opt-in blocks of the
-# VCLs"); each file says what it does, what it needs and what to ADAPT in it. An include
+# Each is switched on by uncommenting its one include line (docs/deployment.md, "Opt-in blocks
+# of the VCLs"); each file says what it does, what it needs and what to ADAPT in it. An include
 # "./name" is read from this file's own directory (whatever vcl_path says): copy the files next
 # to it, under these names.
 # They come right after the sub above, so their rules read the target as a path, and in this

@@ -10,20 +10,19 @@ vcl 4.1;
 # once more on a miss, without keys it leaves the check to Varnish.
 #
 # With it off, a URL holding a token (?__token__=...) is passed to musicd and never cached (the
-# VCL's vcl_recv): musicd checks each one, and no copy is kept under a URL that someone could
-# replay past its exp. Turned on, Varnish checks every track request's token itself, as musicd
-# does (README, "Signed URLs"): the same grammar, HMAC-SHA256 of the same bytes with the same
-# keys (digest.hmac_sha256, Debian's varnish-vmod-digest; vmod var from Debian's
-# varnish-modules holds the keys and the token), exp and st against the clock with the same
-# leeway, the same acl; a bad token is refused with 403 (Cache-Control: no-store) and one
-# VCL_Log line naming the reason ("url signing: 403, signed-URL token expired": varnishlog -g
-# raw -i VCL_Log). A valid token is taken out of the URL, so every listener's token finds the
-# one cached copy (?download and the other parameters stay in the URL, and in the hash), and a
-# cached copy is only ever served after a token was checked; the token goes on to musicd in
-# the backend request (X-Musicd-Token, put back into the URL by vcl_backend_fetch), so a musicd
-# with the same keys checks it once more on a miss (a musicd without keys ignores it). The VCL
-# includes this after it made the target a path, so every spelling of a track's target
-# ("https://host/musicdb/...") meets the check.
+# VCL's vcl_recv): musicd checks each one, and no copy is kept under a URL that someone could replay
+# past its exp. Turned on, Varnish checks every track request's token itself, as musicd does
+# (docs/signed-urls-and-limits.md): the same grammar, HMAC-SHA256 of the same bytes with the same
+# keys (digest.hmac_sha256, Debian's varnish-vmod-digest; vmod var from Debian's varnish-modules
+# holds the keys and the token), exp and st against the clock with the same leeway, the same acl; a
+# bad token is refused with 403 (Cache-Control: no-store) and one VCL_Log line naming the reason
+# ("url signing: 403, signed-URL token expired": varnishlog -g raw -i VCL_Log). A valid token is
+# taken out of the URL, so every listener's token finds the one cached copy (?download and the other
+# parameters stay in the URL, and in the hash), and a cached copy is only ever served after a token
+# was checked; the token goes on to musicd in the backend request (X-Musicd-Token, put back into the
+# URL by vcl_backend_fetch), so a musicd with the same keys checks it once more on a miss (a musicd
+# without keys ignores it). The VCL includes this after it made the target a path, so every spelling
+# of a track's target ("https://host/musicdb/...") meets the check.
 #
 # The keys: this file reads them with std.fileread() from a file you write, never from the VCL:
 # ADAPT the path /etc/varnish/musicd-url-signing.keys. The file is musicd's format (hex keys,

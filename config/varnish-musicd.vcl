@@ -33,7 +33,7 @@ vcl 4.1;
 #   - pass (objects over MAX_CACHED_BYTES, and anything uncacheable): the Range header goes to
 #     nginx and musicd, which answer 206 themselves; Varnish relays it and stores nothing.
 #
-# Per-client limits (README, "Per-client limits"): Varnish faces the clients here, and neither
+# Per-client limits (docs/signed-urls-and-limits.md): Varnish faces the clients here, and neither
 # nginx nor musicd may pace its fill of a track (every listener shares it), so a fill goes as
 # Varnish's own request (vcl_backend_fetch) and musicd, with Varnish's address among its
 # --trusted-proxy, neither paces nor caps it. Hits are sent at Varnish's speed: Varnish has no
@@ -77,8 +77,8 @@ sub vcl_recv {
 }
 
 # -- Opt-in blocks: one file each, beside this one; off as shipped ------------------------------
-# Each is switched on by uncommenting its one include line (README, "Opt-in blocks of the
-# VCLs"); each file says what it does, what it needs and what to ADAPT in it. An include
+# Each is switched on by uncommenting its one include line (docs/deployment.md, "Opt-in blocks
+# of the VCLs"); each file says what it does, what it needs and what to ADAPT in it. An include
 # "./name" is read from this file's own directory (whatever vcl_path says): copy the files next
 # to it, under these names.
 # They come right after the sub above, so their rules read the target as a path, and in this

@@ -1,8 +1,8 @@
 /*
- * statwalk: the baseline of scripts/bench-import's unchanged run: a plain
+ * statwalk: the baseline of scripts/benchmarks/bench-import's unchanged run: a plain
  * walk of a tree (nftw, symbolic links not followed) that stats every
  * entry, as `find DIR -printf '%s %T@'` would. Prints how many regular
- * files it saw and their total size. Built by scripts/bench-import:
+ * files it saw and their total size. Built by scripts/benchmarks/bench-import:
  *   cc -O2 -o statwalk statwalk.c
  */
 #define _GNU_SOURCE

@@ -1,10 +1,10 @@
 /*
- * tagloop: the baseline of scripts/bench-import's first run: TagLib alone
+ * tagloop: the baseline of scripts/benchmarks/bench-import's first run: TagLib alone
  * reading, one file after another, what musicd-import reads through it (the
  * property map, the audio properties with the length in milliseconds), for
  * the files named one per line on stdin. Prints how many files it read and a
  * checksum of what it read (so nothing is optimised away). Built by
- * scripts/bench-import:
+ * scripts/benchmarks/bench-import:
  *   c++ -O2 -o tagloop tagloop.cpp $(pkg-config --cflags --libs taglib)
  */
 #include <cstdio>

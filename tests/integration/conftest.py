@@ -76,8 +76,8 @@ def pytest_fixture_post_finalizer(fixturedef, request):
 
 
 # -- markers (pytest.ini) --------------------------------------------------------------------
-TIMING_GROUP = "timing"  # the xdist group of the timing and load tests (scripts/run-tests)
-# scripts/run-tests runs the sessions against build/musicd and build/asan/musicd at once, each
+TIMING_GROUP = "timing"  # the xdist group of the timing and load tests (scripts/tests/run-tests)
+# scripts/tests/run-tests runs the sessions against build/musicd and build/asan/musicd at once, each
 # with its own group, and names a lock file both share in MUSICD_TEST_TIMING_LANE. On it:
 #   - the lane keeps a load test of one session from running beside a timing or load test of
 #     the other: a load test holds it exclusively, a timing test shared (the two sessions'

@@ -149,7 +149,7 @@ class FerretDB(DatabaseServer):
     def command(self):
         if not self.binary.exists():
             raise FileNotFoundError(f"{self.binary} missing: build it with "
-                                    "`scripts/ferretdb build`")
+                                    "`scripts/setup/ferretdb build`")
         return [str(self.binary), "--handler=sqlite", f"--sqlite-url=file:{self.data_dir}/",
                 f"--listen-addr=127.0.0.1:{self.port}", f"--state-dir={self.data_dir}",
                 "--debug-addr=-", "--telemetry=disable", "--log-level=warn"]

@@ -27,7 +27,8 @@ NPM_PREFIX = REPO / "var" / "npm"
 NPM_TIMEOUT = 300  # a first install downloads the package
 NODE_TIMEOUT = 60
 
-# "musicd-example-key-0123456789abc" hex-encoded: README's worked example, and the unit tests'.
+# "musicd-example-key-0123456789abc" hex-encoded: the worked example of
+# docs/signed-urls-and-limits.md, and the unit tests'.
 EXAMPLE_KEY = "6d75736963642d6578616d706c652d6b65792d30313233343536373839616263"
 
 
@@ -79,7 +80,8 @@ class NpmEdgeAuth:
         self.prefix = prefix
         self.module = prefix / "node_modules" / NPM_PACKAGE
         node = shutil.which("node") or shutil.which("nodejs")
-        assert node, "node is needed for the npm package (scripts/install-deps installs nodejs)"
+        assert node, ("node is needed for the npm package "
+                      "(scripts/setup/install-deps installs nodejs)")
         self.node = node
 
     def installed(self):
@@ -91,7 +93,8 @@ class NpmEdgeAuth:
         if self.installed():
             return self
         npm = shutil.which("npm")
-        assert npm, "npm is needed to install akamai-edgeauth (scripts/install-deps installs it)"
+        assert npm, ("npm is needed to install akamai-edgeauth "
+                     "(scripts/setup/install-deps installs it)")
         self.prefix.mkdir(parents=True, exist_ok=True)
         # make test runs two pytest sessions at once, each with several workers: one npm at a
         # time writes the prefix (two at once left neither's package.json, both exiting 0).

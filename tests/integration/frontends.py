@@ -16,12 +16,12 @@ shipped file cannot silently stop being tested):
       backend originN's .host "10.0.0.1N" and .port "23001" -> 127.0.0.1 and origin N's port;
       probe .interval 1s -> PROBE_INTERVAL
   either VCL, with the opt-in files it includes (config/varnish-musicd-*.vcl) beside it, as an
-      operator installs them; a block turned on (block_on) exactly as README's "Opt-in blocks
-      of the VCLs" says: the '#' of the VCL's one include line for it removed; ADAPT values of
-      a block's file (the url-signing key file's path, the request limit) substituted the same
-      way as the VCL's
+      operator installs them; a block turned on (block_on) exactly as "Opt-in blocks of the VCLs" in
+      docs/deployment.md says: the '#' of the VCL's one include line for it removed; ADAPT values of
+      a block's file (the url-signing key file's path, the request limit) substituted the same way
+      as the VCL's
   any nginx site, when a test turns its per-client cap on (limit_conn_on): the limit_conn line
-      uncommented, as README says, with the test's count
+      uncommented, as docs/signed-urls-and-limits.md says, with the test's count
 
 Nginx runs in the foreground (`daemon off`) from a generated main nginx.conf in its own directory
 (pid, logs, temp paths there) that includes the site file the way Debian's nginx.conf includes
@@ -158,24 +158,26 @@ def varnish_cluster_vcl_files(origin_ports, probe_interval=PROBE_INTERVAL, adapt
     return vcl_files(VARNISH_CLUSTER_VCL, replacements)
 
 
-# The shipped VCLs' opt-in blocks, off as shipped. README says how to turn one on, and the tests
-# do exactly that: the table of "Opt-in blocks of the VCLs" names each block's line to uncomment.
-README_BLOCK_LINE = re.compile(r'^\| ([a-z-]+) \| `(#include "\./[^"]+";)` \|', re.M)
+# The shipped VCLs' opt-in blocks, off as shipped. The deployment guide says how to turn one on,
+# and the tests do exactly that: its table of "Opt-in blocks of the VCLs" names each block's line
+# to uncomment.
+DEPLOYMENT_GUIDE = REPO / "docs" / "deployment.md"
+BLOCK_ROW = re.compile(r'^\| ([a-z-]+) \| `(#include "\./[^"]+";)` \|', re.M)
 SHIPPED_URL_SIGNING_KEYS = "/etc/varnish/musicd-url-signing.keys"
 SHIPPED_REQUEST_LIMIT = '"musicdb:" + client.identity, 300, 60s, 60s'
 SHIPPED_CORS_ORIGINS = '"^(https://player\\.example\\.com)$"'
 
 
-def readme_block_lines():
-    """{block name: the VCL line README says to uncomment for it}."""
-    return dict(README_BLOCK_LINE.findall(read_text(REPO / "README.md")))
+def documented_block_lines():
+    """{block name: the VCL line docs/deployment.md says to uncomment for it}."""
+    return dict(BLOCK_ROW.findall(read_text(DEPLOYMENT_GUIDE)))
 
 
 def block_on(name):
-    """The adapt pair that turns the opt-in block `name` on as README says: the '#' of its
-    include line removed."""
-    line = readme_block_lines().get(name)
-    assert line, f"README's table of opt-in blocks has no {name!r} row"
+    """The adapt pair that turns the opt-in block `name` on as docs/deployment.md says: the '#'
+    of its include line removed."""
+    line = documented_block_lines().get(name)
+    assert line, f"docs/deployment.md's table of opt-in blocks has no {name!r} row"
     return (f"\n{line}\n", f"\n{line[1:]}\n")
 
 
@@ -196,8 +198,8 @@ def cors_origins_on(origin):
     return [block_on("cors"), (SHIPPED_CORS_ORIGINS, f'"^({re.escape(origin)})$"')]
 
 
-# The shipped nginx sites' per-client cap, off as shipped: README's way to turn it on is to
-# uncomment the limit_conn line with musicd's --max-streams-per-client.
+# The shipped nginx sites' per-client cap, off as shipped: docs/signed-urls-and-limits.md's way to
+# turn it on is to uncomment the limit_conn line with musicd's --max-streams-per-client.
 SHIPPED_LIMIT_CONN = "#limit_conn musicd_streams 2;"
 
 

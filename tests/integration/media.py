@@ -7,10 +7,10 @@ Library puts them (hard links, or copies when a test will modify the file) under
 media root and inserts their track documents.
 
 Generated files (these and the long tracks of test_players.py and test_browser.py) are made once
-per run of scripts/run-tests, not once per pytest session and xdist worker: it names a directory
-in MUSICD_TEST_MEDIA_CACHE that every session of the run shares (generated() makes a file there
-once, under a lock, and copies it into the session's own directory, so no test of one session
-can touch a file another session uses). Without it each session makes its own.
+per run of scripts/tests/run-tests, not once per pytest session and xdist worker: it names a
+directory in MUSICD_TEST_MEDIA_CACHE that every session of the run shares (generated() makes a
+file there once, under a lock, and copies it into the session's own directory, so no test of one
+session can touch a file another session uses). Without it each session makes its own.
 """
 
 import fcntl

@@ -18,7 +18,7 @@ from support import free_port, scaled, wait_until
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 SCRAPE_INTERVAL = "1s"
-JOB = "musicd"                       # the job name README's scrape config gives
+JOB = "musicd"                       # the job name docs/monitoring.md's scrape config gives
 START_TIMEOUT = 60.0                 # until its API answers (scaled)
 STOP_TIMEOUT = 20.0                  # after SIGTERM (scaled), before it is killed
 
@@ -26,7 +26,7 @@ STOP_TIMEOUT = 20.0                  # after SIGTERM (scaled), before it is kill
 def require(path):
     if not os.path.exists(path):
         raise AssertionError(f"{path} is missing: install Debian's prometheus "
-                             "(scripts/install-deps, which `make test` runs)")
+                             "(scripts/setup/install-deps, which `make test` runs)")
     return path
 
 

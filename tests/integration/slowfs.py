@@ -19,10 +19,10 @@ raises: every hung request is released, the daemon gets SIGTERM (it answers what
 and detaches the mount), and, if it does not end in time, the connection is aborted through
 /sys/fs/fuse/connections/<dev>/abort, the mount detached and the daemon killed. Where the
 machine cannot mount (no /dev/fuse, not root, mounting refused) it skips the test with the
-reason (pytest.skip), or raises Unavailable when skip=False (scripts/bench).
+reason (pytest.skip), or raises Unavailable when skip=False (scripts/benchmarks/bench).
 
-Only the standard library (and pytest, imported when a test is skipped): scripts/bench imports
-this module too.
+Only the standard library (and pytest, imported when a test is skipped):
+scripts/benchmarks/bench imports this module too.
 """
 
 import contextlib

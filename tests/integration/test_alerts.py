@@ -1,4 +1,4 @@
-"""The alerting rules and the dashboard musicd ships (issue 29, README "Metrics"):
+"""The alerting rules and the dashboard musicd ships (issue 29, docs/monitoring.md):
 config/prometheus/musicd.rules.yml passes `promtool check rules` and its unit tests
 (musicd.rules.test.yml), and each alert's tests fail when its rule is broken to fire always (a
 silent case catches it) or never (a firing case does); every alert carries a severity and a

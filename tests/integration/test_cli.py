@@ -343,20 +343,28 @@ def test_connection_option_out_of_bounds_exits_2_naming_it(offline_musicd, tmp_p
     assert_startup_error(result, option.lstrip("-"), value, port=port)
 
 
-# -- --help, config/musicd.conf and README's options table say the same -----------------------
+# -- --help, config/musicd.conf and the man page say the same ----------------------------------
 #
 # The option table in server/config/option_table.c is the one place a default is written; --help prints it
 # as "(default VALUE)" (the value as a user would write it) or "(default: NOTE)" (a default
 # settled at start-up, described). config/musicd.conf shows every file setting exactly once:
 # "name = VALUE" when it has a fixed default (VALUE is that default), "#name = example" when it
-# has none or a described one. README's options table has a row per option whose default
-# column, backticks aside, is VALUE or NOTE, and empty when there is none.
+# has none or a described one. man/musicd.8, the option reference, has an entry under OPTIONS
+# per option, its tag the option as --help writes it, and its text says "Default VALUE" or
+# "Default: NOTE" (VALUE or NOTE as --help has it) when there is one, and no "Default" otherwise.
 
 COMMAND_LINE_ONLY = {"config", "help", "version", "check-config", "check-database", "sign-url",
                      "url-lifetime"}  # never in a config file
 CONF_SETTING = re.compile(r"^(#?)([a-z][a-z0-9-]*)\s*=\s*(.*?)\s*$")
 HELP_LINE = re.compile(r"^  --(?P<name>[a-z][a-z0-9-]*)(?: (?P<value>\S+))?\s+(?P<help>.*)$")
 HELP_DEFAULT = re.compile(r" \(default(?P<note>:?) (?P<default>.*)\)$")
+MAN_PAGE = REPO / "man" / "musicd.8"
+# The rendered page: a tag at 7 columns (-t, --check-config), its text at 14, one line a
+# paragraph (no wrapping, no hyphenation).
+MAN_TAG = re.compile(r"^ {7}(?:-[a-zA-Z], )?(?P<usage>--[a-z][a-z0-9-]*(?: \S+)?)$")
+MAN_TEXT = re.compile(r"^ {14}(?P<text>\S.*)$")
+# "Default VALUE." or "Default: NOTE" up to the end of its sentence, a "; ", a ": " or a " (".
+MAN_DEFAULT = re.compile(r"(?:^|(?<=\. ))Default:? (?P<default>.+?)(?:\.(?= |$)|; |: | \()")
 
 
 @dataclasses.dataclass
@@ -390,39 +398,60 @@ def parse_conf(text):
     return settings
 
 
-def parse_readme_options(text):
-    """{name: (usage, default)} from the table under "## Options"; a row naming several
-    options gives each an empty usage and default."""
-    section = text.split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
-    rows = {}
+def render_man(source):
+    """The man page's roff source as plain text, each paragraph on one line."""
+    result = subprocess.run(["groff", "-man", "-Tascii", "-rLL=2000n", "-rHY=0", "-P-cbou"],
+                            input=source, capture_output=True, text=True, timeout=scaled(30))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    return result.stdout
+
+
+def parse_man_options(rendered):
+    """{name: [(usage, default)]} from the entries under OPTIONS; a name twice is listed twice."""
+    section = rendered.split("\nOPTIONS\n", 1)[1]
+    section = re.split(r"\n(?=[A-Z])", section, maxsplit=1)[0]
+    entries = {}
+    usage, text = None, []
+
+    def close():
+        if usage:
+            name = usage.split()[0][2:]
+            words = " ".join(" ".join(text).split())  # groff's two spaces after a sentence: one
+            defaults = [m["default"] for m in MAN_DEFAULT.finditer(words)]
+            entries.setdefault(name, []).append((usage, defaults))
+
     for line in section.splitlines():
-        if not line.startswith("| `--"):
-            continue
-        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-        names = re.findall(r"`--([a-z][a-z0-9-]*)", cells[0])
-        for name in names:
-            usage = cells[0].strip("`") if len(names) == 1 else ""
-            rows[name] = (usage, cells[1].replace("`", ""))
-    return rows
+        tag, body = MAN_TAG.match(line), MAN_TEXT.match(line)
+        if tag:
+            close()
+            usage, text = tag["usage"], []
+        elif body and usage:
+            text.append(body["text"])
+        elif line.strip() and not body:
+            close()
+            usage, text = None, []
+    close()
+    return entries
 
 
-def disagreements(help_text, conf_text, readme_text):
-    """Every way config/musicd.conf or README's options table differs from --help."""
+def disagreements(help_text, conf_text, man_source):
+    """Every way config/musicd.conf or the man page differs from --help."""
     found = []
     options = parse_help(help_text)
     conf = parse_conf(conf_text)
-    readme = parse_readme_options(readme_text)
+    man = parse_man_options(render_man(man_source))
     if len(options) < 20:
         found.append(f"--help lists only {len(options)} options: is its format still parsed?")
     for name, option in options.items():
-        if name not in readme:
-            found.append(f"README: no row for --{name}")
+        entries = man.get(name, [])
+        if len(entries) != 1:
+            found.append(f"musicd.8: {len(entries)} entries for --{name}, not one")
         else:
-            usage, default = readme[name]
-            if usage and usage != option.usage:
-                found.append(f"README: row `{usage}`, --help says `{option.usage}`")
-            if default != option.default:
-                found.append(f"README: --{name} default {default!r}, --help says "
+            usage, defaults = entries[0]
+            if usage != option.usage:
+                found.append(f"musicd.8: entry `{usage}`, --help says `{option.usage}`")
+            if defaults != ([option.default] if option.default else []):
+                found.append(f"musicd.8: --{name} defaults {defaults!r}, --help says "
                              f"{option.default!r}")
         lines = conf.get(name, [])
         if name in COMMAND_LINE_ONLY:
@@ -442,8 +471,8 @@ def disagreements(help_text, conf_text, readme_text):
         elif not option.fixed and not commented:
             found.append(f"musicd.conf:{number}: {name} has no fixed default: comment it out "
                          "(#name = example)")
-    for name in sorted(set(readme) - set(options)):
-        found.append(f"README: row for --{name}, which --help does not list")
+    for name in sorted(set(man) - set(options)):
+        found.append(f"musicd.8: an entry for --{name}, which --help does not list")
     for name in sorted(set(conf) - set(options)):
         found.append(f"musicd.conf:{conf[name][0][0]}: {name} is not an option of musicd")
     return found
@@ -451,15 +480,15 @@ def disagreements(help_text, conf_text, readme_text):
 
 @pytest.fixture(scope="module")
 def documents():
-    """(--help, config/musicd.conf, README.md) as they are now."""
+    """(--help, config/musicd.conf, man/musicd.8) as they are now."""
     result = subprocess.run([str(require_binary()), "--help"], capture_output=True,
                             env=musicd_env(), timeout=scaled(10))
     assert result.returncode == 0, result
     return (result.stdout.decode(), (REPO / "config" / "musicd.conf").read_text(),
-            (REPO / "README.md").read_text())
+            MAN_PAGE.read_text())
 
 
-def test_help_config_file_and_readme_agree_on_every_option_and_default(documents):
+def test_help_config_file_and_man_page_agree_on_every_option_and_default(documents):
     assert disagreements(*documents) == []
 
 
@@ -472,6 +501,18 @@ def test_help_shows_each_fixed_default_and_each_described_one(documents):
     assert "(default" not in options["x-accel-redirect"].usage
 
 
+def test_the_man_page_s_entries_are_read_with_their_defaults(documents):
+    """The man page's parser finds what a reader sees: a fixed default, a described one, none."""
+    man = parse_man_options(render_man(documents[2]))
+    assert len(man) >= 20, man
+    assert man["lookup-timeout"] == [("--lookup-timeout MS", ["2000"])]
+    assert man["workers"] == [("--workers N", ["one per CPU, at most 256"])]
+    assert man["listen"] == [("--listen ADDR:PORT", ["127.0.0.1:23001"])]
+    assert man["cache-control"][0][1] == ["public, max-age=86400"]
+    assert man["check-config"] == [("--check-config", [])]
+    assert man["media-root"] == [("--media-root DIR", [])]
+
+
 def _replace_once(text, old, new):
     assert text.count(old) == 1, f"{old!r} is not in the document exactly once"
     return text.replace(old, new)
@@ -481,25 +522,36 @@ def _replace_once(text, old, new):
 EDITS = {
     "a default changed in musicd.conf": (1, "lookup-timeout = 2000\n", "lookup-timeout = 2001\n",
                                          "lookup-timeout"),
-    "a default changed in README": (2, "| `--send-timeout SECONDS` | `60` |",
-                                    "| `--send-timeout SECONDS` | `30` |", "send-timeout"),
+    "a default changed in the man page": (2, "A slow but reading client is never cut off.\n"
+                                             "Default 60.\n",
+                                          "A slow but reading client is never cut off.\n"
+                                          "Default 30.\n", "send-timeout"),
     "a default changed in --help": (0, "(default 16384)", "(default 8192)", "max-header-size"),
-    "a described default changed in README": (2, "| one per CPU, at most 256 |",
-                                              "| one per CPU |", "workers"),
+    "a described default changed in the man page": (2, "Default: one per CPU, at most 256;",
+                                                    "Default: one per CPU;", "workers"),
+    "a default the man page does not give": (2, "Default\n.BR tracks .\n", "", "collection"),
+    "a default the man page gives that --help does not": (
+        2, "Repeatable; at least one is required.\n",
+        "Repeatable; at least one is required.\nDefault /srv/music.\n", "media-root"),
     "a fixed default commented out": (1, "\nheader-timeout = 20\n", "\n#header-timeout = 20\n",
                                       "header-timeout"),
     "an example made active": (1, "\n#max-connections = ", "\nmax-connections = ",
                                "max-connections"),
     "an option missing from musicd.conf": (1, "\nkeepalive-timeout = 60\n", "\n",
                                            "keepalive-timeout"),
-    "an option missing from README": (2, "| `--max-ranges N` | `16` | ranges per request before "
-                                         "the whole file is sent |\n", "", "max-ranges"),
+    "an option missing from the man page": (2, ".TP\n.BI \\-\\-max\\-ranges \" N\"\n", "",
+                                            "max-ranges"),
+    "an option twice in the man page": (2, ".SS Files\n", ".SS Files\n.TP\n.BI \\-\\-max\\-ranges"
+                                        " \" N\"\nDefault 16.\n", "max-ranges"),
     "an option twice in musicd.conf": (1, "\nlog-level = info\n",
                                        "\nlog-level = info\n#log-level = info\n", "log-level"),
     "a renamed option in musicd.conf": (1, "\nsend-timeout = 60\n", "\nwrite-timeout = 60\n",
                                         "write-timeout"),
-    "a value name changed in README": (2, "`--lookup-timeout MS`", "`--lookup-timeout SECONDS`",
-                                       "--lookup-timeout"),
+    "a renamed option in the man page": (2, ".BI \\-\\-send\\-timeout \" SECONDS\"",
+                                         ".BI \\-\\-write\\-timeout \" SECONDS\"", "write-timeout"),
+    "a value name changed in the man page": (2, ".BI \\-\\-lookup\\-timeout \" MS\"",
+                                             ".BI \\-\\-lookup\\-timeout \" SECONDS\"",
+                                             "--lookup-timeout"),
 }
 
 

@@ -27,7 +27,7 @@ from support import free_port, scaled, wait_until
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)")
+    reason="nginx and varnishd are needed (scripts/setup/install-deps)")
 
 ORIGINS = 3
 TRACKS = 30

@@ -20,9 +20,10 @@ import pytest
 import requests
 
 from assertions import assert_error
-from frontends import (INCLUDE_LINE, NGINX_CLUSTER_SITE, NGINX_OFFLOAD_SITE, NGINX_SITE,
-                       SHIPPED_ACCEL_PREFIX, VARNISH_CLUSTER_VCL, VARNISH_VCL, Nginx, block_on,
-                       parse_content_range, readme_block_lines, vcl_compiles, vcl_files)
+from frontends import (DEPLOYMENT_GUIDE, INCLUDE_LINE, NGINX_CLUSTER_SITE, NGINX_OFFLOAD_SITE,
+                       NGINX_SITE, SHIPPED_ACCEL_PREFIX, VARNISH_CLUSTER_VCL, VARNISH_VCL, Nginx,
+                       block_on, documented_block_lines, parse_content_range, vcl_compiles,
+                       vcl_files)
 from media import Library, sha256_file
 from musicd_process import MUSICD_BIN
 from support import REPO, free_port, scaled, wait_until
@@ -30,7 +31,7 @@ from support import REPO, free_port, scaled, wait_until
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)")
+    reason="nginx and varnishd are needed (scripts/setup/install-deps)")
 
 TIMEOUT = scaled(20)
 SICK_TIMEOUT = scaled(15)      # probe every 200 ms, window 5, threshold 3: ~1 s expected
@@ -99,8 +100,8 @@ def test_shipped_vcl_compiles(vcl):
 @pytest.mark.parametrize("vcl", SHIPPED_VCLS, ids=lambda p: p.name)
 @pytest.mark.parametrize("blocks", ["request-limit", "url-signing", "cors", "all"])
 def test_shipped_vcl_compiles_with_its_opt_in_blocks_on(tmp_path, vcl, blocks):
-    names = list(readme_block_lines()) if blocks == "all" else [blocks]
-    assert names, "README's table of opt-in blocks is empty"
+    names = list(documented_block_lines()) if blocks == "all" else [blocks]
+    assert names, "docs/deployment.md's table of opt-in blocks is empty"
     files = vcl_files(vcl, [block_on(name) for name in names])
     status, errors = vcl_compiles(tmp_path / vcl.name, files)
     assert status == 0, errors
@@ -108,8 +109,8 @@ def test_shipped_vcl_compiles_with_its_opt_in_blocks_on(tmp_path, vcl, blocks):
 
 
 @pytest.mark.no_c_binary
-def test_readme_names_each_opt_in_block_by_the_one_line_both_vcls_have_commented_out():
-    lines = readme_block_lines()
+def test_the_guide_names_each_opt_in_block_by_the_one_line_both_vcls_have_commented_out():
+    lines = documented_block_lines()
     assert sorted(lines) == ["cors", "request-limit", "url-signing"], lines
     for vcl in SHIPPED_VCLS:
         text = vcl.read_text()
@@ -117,11 +118,11 @@ def test_readme_names_each_opt_in_block_by_the_one_line_both_vcls_have_commented
             sorted(INCLUDE_LINE.match(line).group(1) for line in lines.values()), vcl.name
         for line in lines.values():
             assert text.count(f"\n{line}\n") == 1, (vcl.name, line)
-    # each file is shipped, beside the VCLs, and README's copy command names each
-    readme = (REPO / "README.md").read_text()
-    copy = re.search(r"^    cp (config/varnish-musicd-\S+ .*?) /etc/varnish/$", readme.replace(
+    # each file is shipped, beside the VCLs, and the guide's copy command names each
+    guide = DEPLOYMENT_GUIDE.read_text()
+    copy = re.search(r"^    cp (config/varnish-musicd-\S+ .*?) /etc/varnish/$", guide.replace(
         "\\\n        ", ""), re.M | re.S)
-    assert copy, "README's copy command for the opt-in files"
+    assert copy, "docs/deployment.md's copy command for the opt-in files"
     names = [INCLUDE_LINE.match(line).group(1) for line in lines.values()]
     assert sorted(copy.group(1).split()) == sorted(f"config/{name}" for name in names)
     for name in names:

@@ -1,8 +1,9 @@
 """The embedded default database answers musicd's queries from its indexes (issue 16).
 
-FerretDB v1.24.2 on SQLite, as scripts/ferretdb builds it (var/bin/ferretdb, or MUSICD_FERRETDB),
-with scripts/ferretdb-patches applied. Its explain shows SQLite's own plan: `SCAN <table>` reads
-every document, `SEARCH <table> USING INDEX <index>` reads only the matching ones. Unpatched,
+FerretDB v1.24.2 on SQLite, as scripts/setup/ferretdb builds it (var/bin/ferretdb, or
+MUSICD_FERRETDB), with scripts/setup/ferretdb-patches applied. Its explain shows SQLite's own
+plan: `SCAN <table>` reads every document, `SEARCH <table> USING INDEX <index>` reads only the
+matching ones. Unpatched,
 musicd's findById and GridFS's chunk query are both SCANs, and their cost grows with the
 collection. Each test runs a private FerretDB (not the session's database, which may be a mongod
 or the user's server) and asks it exactly what musicd asks (server/lookup.c, server/gridfs_store.c).

@@ -1,15 +1,16 @@
 """The patched FerretDB finds what the release finds (issue 28).
 
-scripts/ferretdb-patches hand parts of a filter to SQLite (ObjectId equalities, 0002; numeric
+scripts/setup/ferretdb-patches hand parts of a filter to SQLite (ObjectId equalities, 0002; numeric
 bounds, 0003) and let FerretDB's handler apply the whole filter to the rows SQLite returns: the
 SQL may select more documents than the filter matches, never fewer. Checked here as a property,
-against the release built by `scripts/ferretdb build-unpatched` (var/bin/ferretdb-unpatched, built
-once and kept; `make test` builds it beside the patched one): for edge and random values (a fixed
-seed) of each number type FerretDB stores (double, int, long), stored beside their neighbours, the
-same value in the other types and values of other types sjson also writes as JSON numbers (dates,
-timestamps) or that SQLite reads as numbers (booleans), every comparison operator returns the same
-documents from both. FerretDB stores no NaN, infinity or decimal128 (it refuses the infinities
-and closes the connection over the others): those are bounds only. And a field named as a column
+against the release built by `scripts/setup/ferretdb build-unpatched`
+(var/bin/ferretdb-unpatched, built once and kept; `make test` builds it beside the patched one):
+for edge and random values (a fixed seed) of each number type FerretDB stores (double, int,
+long), stored beside their neighbours, the same value in the other types and values of other
+types sjson also writes as JSON numbers (dates, timestamps) or that SQLite reads as numbers
+(booleans), every comparison operator returns the same documents from both. FerretDB stores no
+NaN, infinity or decimal128 (it refuses the infinities and closes the connection over the
+others): those are bounds only. And a field named as a column
 of the table (`_ferretdb_sjson`, the rowid aliases) is matched as a field. Each test runs a
 private pair of servers, not the session's database.
 """
@@ -60,11 +61,12 @@ COLUMN_NAMES = ["_ferretdb_sjson", "_FerretDB_SJSON", "_ferretdb_record_id", "ro
 @pytest.fixture(scope="module")
 def release_binary():
     if not RELEASE_BIN.exists():
-        go = subprocess.run([REPO / "scripts" / "go-toolchain", "env"], capture_output=True)
+        go = subprocess.run([REPO / "scripts" / "setup" / "go-toolchain", "env"],
+                            capture_output=True)
         if go.returncode != 0:
             pytest.skip("no Go >= 1.24 to build the FerretDB release with "
-                        "(scripts/install-deps installs one; make test builds it)")
-        subprocess.run([REPO / "scripts" / "ferretdb", "build-unpatched", RELEASE_BIN],
+                        "(scripts/setup/install-deps installs one; make test builds it)")
+        subprocess.run([REPO / "scripts" / "setup" / "ferretdb", "build-unpatched", RELEASE_BIN],
                        check=True, timeout=BUILD_TIMEOUT, capture_output=True)
     return RELEASE_BIN
 

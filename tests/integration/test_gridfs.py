@@ -9,7 +9,7 @@ fs.files fields are remembered like a disk track's path: a request for it asks t
 nothing, so with its spooled copy it is answered while the database is cut off; without a copy the
 chunks still need the database (503 when it is cut, before any byte of the body).
 
-Files are put into GridFS with scripts/gridfs-put (pymongo's gridfs), as the demo does.
+Files are put into GridFS with scripts/setup/gridfs-put (pymongo's gridfs), as the demo does.
 """
 
 import datetime
@@ -32,7 +32,7 @@ from support import REPO, SANITIZED, SANITIZER_ENV, scaled, wait_until
 # Each test has a database of its own, none is shared_server (conftest.py): FerretDB reads a
 # chunk by scanning all of fs.chunks, so chunks that other tests put there make every read
 # slower (under load, late enough for a chunk read to miss its deadline).
-GRIDFS_PUT = REPO / "scripts" / "gridfs-put"
+GRIDFS_PUT = REPO / "scripts" / "setup" / "gridfs-put"
 CHUNK = 1000                 # the small file's chunkSize: ranges cross boundaries at 1000s
 SMALL_LENGTH = 5500          # six chunks, the last one 500 bytes
 PUT_TIMEOUT = 60.0
@@ -44,7 +44,8 @@ def _bytes(length, seed):
 
 
 def put(mongo_uri, db, path, *, chunk_size=CHUNK, content_type=None, tracks="tracks"):
-    """(fs.files _id, track _id or None) of path put into db's fs bucket by scripts/gridfs-put."""
+    """(fs.files _id, track _id or None) of path put into db's fs bucket by
+    scripts/setup/gridfs-put."""
     args = ["/usr/bin/python3", str(GRIDFS_PUT), "--mongodb-uri", mongo_uri,
             "--database", db.name, "--chunk-size", str(chunk_size)]
     if content_type:
@@ -577,7 +578,7 @@ CUT_LOOKUP_TIMEOUT_MS = 2000   # how long a request waits for a database that wa
 
 
 def metric(server, name):
-    """The value of name's one unlabelled sample in GET /metrics (README "Metrics")."""
+    """The value of name's one unlabelled sample in GET /metrics (docs/monitoring.md)."""
     resp, _ = exchange(server.metrics_port, "GET", "/metrics", timeout=scaled(READ_TIMEOUT))
     assert resp.status == 200
     found = re.search(rf"^{re.escape(name)} (\S+)$", resp.body.decode(), re.M)

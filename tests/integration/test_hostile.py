@@ -784,7 +784,7 @@ def logged_client(server, path, xff_lines):
 
 
 def test_x_forwarded_for_over_several_lines_is_read_as_one_list(musicd, library):
-    # README "Client addresses": from the right, the first address that is not a trusted
+    # docs/deployment.md "Client addresses": from the right, the first address that is not a trusted
     # proxy. RFC 9110 5.3: several field lines are one comma-separated list.
     track = library.add(library.media.short, "short.mp3")
     server = musicd.start(extra_args=["--trusted-proxy", "127.0.0.1/32"])

@@ -31,7 +31,7 @@ from test_limits import assert_429, connect_from
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)")
+    reason="nginx and varnishd are needed (scripts/setup/install-deps)")
 
 TIMEOUT = scaled(20)
 VARNISHLOG = shutil.which("varnishlog") or "/usr/bin/varnishlog"

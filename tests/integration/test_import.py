@@ -815,17 +815,26 @@ def test_print_urls_and_musicd_serves_every_imported_track(importer, library, so
         assert response.content == path.read_bytes()
 
 
-def readme_import_example():
-    """The command lines of README's first example under "Importing a library", split in words."""
-    section = (REPO / "README.md").read_text().split("\n## Importing a library\n", 1)[1]
-    block = re.search(r"\n\n((?:    .*\n)+)", section).group(1)
+# Where the import example is written: each document and the heading it follows.
+IMPORT_EXAMPLES = {"README.md": "\n## Your own library\n",
+                   "docs/importing.md": "# Importing a library\n"}
+
+
+def import_example(document):
+    """The command lines of the first example after the document's heading, split in words."""
+    text = (REPO / document).read_text()
+    heading = IMPORT_EXAMPLES[document]
+    assert heading in text, f"{document} has no {heading.strip()!r}"
+    block = re.search(r"\n\n((?:    .*\n)+)", text.split(heading, 1)[1]).group(1)
     return [line.split() for line in block.replace("\\\n", " ").splitlines()]
 
 
-def test_readme_import_example_prints_the_url_musicd_serves_each_track_at(importer, library,
-                                                                          sources, musicd):
-    """Run as README writes it, but for the test's database, directory and musicd's port."""
-    importing, serving = readme_import_example()
+@pytest.mark.parametrize("document", IMPORT_EXAMPLES)
+def test_the_documented_import_example_prints_the_url_musicd_serves_each_track_at(
+        document, importer, library, sources, musicd):
+    """Run as the document writes it, but for the test's database, directory and musicd's
+    port."""
+    importing, serving = import_example(document)
     assert importing[0] == "build/musicd-import" and serving[0] == "build/musicd", importing
     server = musicd.start()
     words = {"mongodb://127.0.0.1:27017": importer.mongo.uri, "/srv/music": str(library.root),

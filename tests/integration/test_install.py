@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from frontends import INCLUDE_LINE, block_on, readme_block_lines, vcl_compiles
+from frontends import INCLUDE_LINE, block_on, documented_block_lines, vcl_compiles
 from musicd_process import musicd_env, require_binary
 from support import REPO, free_port, read_text, scaled, wait_until
 
@@ -216,7 +216,7 @@ def test_installed_unit_passes_systemd_analyze_verify(tmp_path):
     the installed binary and its Documentation= the installed man page."""
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
-        pytest.skip("systemd-analyze is missing: scripts/install-deps installs it (systemd)")
+        pytest.skip("systemd-analyze is missing: scripts/setup/install-deps installs it (systemd)")
     prefix = tmp_path / "prefix"
     result = make("-s", "install", f"PREFIX={prefix}")
     assert "systemd-sysusers" in result.stdout and "systemctl enable --now musicd" in result.stdout
@@ -235,7 +235,7 @@ def test_systemd_analyze_verify_of_the_installed_unit_can_fail(tmp_path):
     """The check above can fail: the same install without its man page is caught."""
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
-        pytest.skip("systemd-analyze is missing: scripts/install-deps installs it (systemd)")
+        pytest.skip("systemd-analyze is missing: scripts/setup/install-deps installs it (systemd)")
     prefix = tmp_path / "prefix"
     make("-s", "install", f"PREFIX={prefix}")
     (prefix / "share" / "man" / "man8" / "musicd.8").unlink()
@@ -396,12 +396,12 @@ def test_a_shipped_configuration_edited_after_install_is_kept(tmp_path):
 
 @pytest.mark.no_c_binary
 @pytest.mark.skipif(not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-                    reason="varnishd is needed (scripts/install-deps)")
+                    reason="varnishd is needed (scripts/setup/install-deps)")
 @pytest.mark.parametrize("vcl", ["varnish-musicd.vcl", "varnish-musicd-cluster.vcl"])
 def test_the_installed_vcls_compile_with_every_opt_in_block_on(tmp_path, vcl):
-    """As README's "Opt-in blocks of the VCLs" has an operator do it, from the package's layout:
-    the VCL and its opt-in files copied side by side out of the installed examples, each
-    block's one include line uncommented."""
+    """As "Opt-in blocks of the VCLs" in docs/deployment.md has an operator do it, from the
+    package's layout: the VCL and its opt-in files copied side by side out of the installed
+    examples, each block's one include line uncommented."""
     destdir = tmp_path / "stage"
     make("-s", "install", f"DESTDIR={destdir}", "PREFIX=/usr")
     examples = destdir / "usr" / "share" / "doc" / "musicd" / "examples"
@@ -410,7 +410,7 @@ def test_the_installed_vcls_compile_with_every_opt_in_block_on(tmp_path, vcl):
     for name in INCLUDE_LINE.findall((examples / vcl).read_text()):
         shutil.copy(examples / name, etc_varnish / name)
     text = (examples / vcl).read_text()
-    for name in readme_block_lines():
+    for name in documented_block_lines():
         old, new = block_on(name)
         assert text.count(old) == 1, name
         text = text.replace(old, new)

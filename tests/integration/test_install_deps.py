@@ -1,4 +1,4 @@
-"""scripts/install-deps waits for another apt to finish (issue 28).
+"""scripts/setup/install-deps waits for another apt to finish (issue 28).
 
 Run against a dpkg database and apt configuration of the test's own (APT_CONFIG, DPKG_ADMINDIR),
 never the machine's: the packages of the build's and the deb group are "installed" there but
@@ -30,7 +30,7 @@ pytestmark = [
                        reason="not a Debian machine"),
 ]
 
-INSTALL_DEPS = REPO / "scripts" / "install-deps"
+INSTALL_DEPS = REPO / "scripts" / "setup" / "install-deps"
 RUN_TIMEOUT = 120
 HOLD_TIMEOUT = 60  # the holder lets go by itself after this, whatever the test does
 WAITING = "install-deps: waiting for another apt to finish"

@@ -26,7 +26,7 @@ from test_limits import (KIB, Held, assert_429, assert_paced, get_from, metric, 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)")
+    reason="nginx and varnishd are needed (scripts/setup/install-deps)")
 
 HEALTHY_TIMEOUT = scaled(30)
 # The figures: 26.5 s for the 4 MB track, so that nginx's second-granular allowance (up to
@@ -94,12 +94,12 @@ def test_the_cap_counts_the_clients_nginx_names_not_nginx(musicd, library, front
 
 # -- the cap, for a track the kernel's buffers take whole ---------------------------------------
 # A client reading slowly (a small receive buffer, nothing read) opens 2 MiB downloads one after
-# another through each shipped site, its limit_conn turned on as README says. nginx counts each
-# answer until it has written it into the client's socket, whose send buffer the sites bound
-# (sndbuf on `listen`): without that bound the kernel takes the whole track at once and the count
-# is over. (musicd's own count holds only until nginx's kernel has the bytes, and nginx's receive
-# buffer from musicd may grow to several MiB: measured here, 1.7 MiB of one 2 MiB track. The
-# test above counts musicd's with a 20 MB track.)
+# another through each shipped site, its limit_conn turned on as docs/signed-urls-and-limits.md
+# says. nginx counts each answer until it has written it into the client's socket, whose send buffer
+# the sites bound (sndbuf on `listen`): without that bound the kernel takes the whole track at once
+# and the count is over. (musicd's own count holds only until nginx's kernel has the bytes, and
+# nginx's receive buffer from musicd may grow to several MiB: measured here, 1.7 MiB of one 2 MiB
+# track. The test above counts musicd's with a 20 MB track.)
 
 CAP_2 = ["--max-streams-per-client", "2"]
 

@@ -233,7 +233,7 @@ def logrotate_config_for(tmp_path, logs, pid_file):
 
 def logrotate(tmp_path, config):
     if shutil.which("logrotate") is None:
-        pytest.skip("logrotate is missing: scripts/install-deps installs it")
+        pytest.skip("logrotate is missing: scripts/setup/install-deps installs it")
     return subprocess.run(["logrotate", "--force", "--state", str(tmp_path / "logrotate.state"),
                            str(config)], capture_output=True, text=True, timeout=TIMEOUT)
 

@@ -1,6 +1,6 @@
 """musicd in a network namespace of its own, as in a container: what only shows there.
 
-Found by scripts/check-fresh-machine, whose `make test` runs in a fresh network namespace: the
+Found by scripts/tests/check-fresh-machine, whose `make test` runs in a fresh network namespace: the
 lingering close duplicated a closing connection's socket, so with the epoll changelist the
 socket's registration outlived the close under its old number, and the next connection given
 that number was woken by the lingering socket's EPOLLOUT; libevent 2.1 reports the sendfile

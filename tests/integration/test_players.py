@@ -163,7 +163,7 @@ def test_curl_resume_of_a_complete_file_is_a_no_op(server, big, tmp_path):
 #
 # The tracks are longer than what a player reads ahead: the socket buffers (~4-10 MB on
 # loopback) and VLC's 16 MiB prefetch. Each player gets a format it seeks in by byte ranges
-# (README, "Players"): mpv and VLC a FLAC, GStreamer an Ogg Vorbis. mpv and GStreamer decode
+# (docs/http.md, "Players"): mpv and VLC a FLAC, GStreamer an Ogg Vorbis. mpv and GStreamer decode
 # as fast as they can (untimed null output, fakesink sync=false); VLC plays in real time, so
 # its test seeks close to the end. Every player runs under a timeout and is always reaped.
 
@@ -184,7 +184,7 @@ PLAYER_READ_AHEAD = 16 * 1024 * 1024
 def needs(*tools):
     missing = [t for t in tools if not shutil.which(t)]
     return pytest.mark.skipif(bool(missing), reason=f"{missing} not installed "
-                                                    "(scripts/install-deps)")
+                                                    "(scripts/setup/install-deps)")
 
 
 @pytest.fixture(scope="module")

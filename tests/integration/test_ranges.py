@@ -204,7 +204,7 @@ def test_several_unsatisfiable_ranges_are_416(server, track):
 
 @pytest.mark.parametrize("value", ["bytes=0-", "bytes=0-0", "bytes=-1"])
 def test_empty_file_answers_416_to_any_byte_range(server, library, value):
-    """Documented choice (range.h, README): RFC 9110's 416 where nginx sends 200."""
+    """Documented choice (range.h, docs/http.md): RFC 9110's 416 where nginx sends 200."""
     path = library.root / "empty.mp3"
     path.write_bytes(b"")
     track = library.add_document(path, "empty.mp3")
@@ -238,7 +238,7 @@ def test_empty_file_without_range_is_200_and_empty(server, library):
     "bytes=-18446744073709551616",
 ])
 def test_malformed_range_is_416_as_nginx(server, track, value):
-    """Documented choice (range.h, README): malformed byte ranges get 416, as nginx answers."""
+    """Documented (range.h, docs/http.md): malformed byte ranges get 416, as nginx answers."""
     assert_unsatisfiable(get_range(server, track, value), track.size)
 
 

@@ -1,5 +1,5 @@
-"""SIGHUP re-reads the config file (README "Reloading settings", issue 9): live settings reach
-the requests that start after the reload, including files already in the open-file cache;
+"""SIGHUP re-reads the config file (docs/operating.md, "Reloading settings", issue 9): live settings
+reach the requests that start after the reload, including files already in the open-file cache;
 connections and downloads in flight are untouched; restart-only settings that differ are named
 in one warning and left as they run; a file that fails changes nothing and is reported; many
 reloads under load fail no request. Without --config, SIGHUP changes nothing and does not stop
@@ -574,10 +574,10 @@ def test_musicd_conf_marks_exactly_the_restart_only_settings():
 
 
 @pytest.mark.no_c_binary
-def test_readme_lists_the_live_settings():
+def test_the_operating_guide_lists_the_live_settings():
     from support import REPO
-    text = (REPO / "README.md").read_text()
-    section = text.split("\n### Reloading settings\n", 1)[1].split("\n## ", 1)[0]
+    text = (REPO / "docs" / "operating.md").read_text()
+    section = text.split("\n## Reloading settings\n", 1)[1].split("\n## ", 1)[0]
     live_item = section.split("- **Live**:", 1)[1].split("\n- ", 1)[0]
     named = set(re.findall(r"`([a-z][a-z0-9-]*)`", live_item))
     assert named == LIVE

@@ -1,5 +1,5 @@
-"""Replacing a running musicd without dropping a connection (README: "Restarting without
-dropping a connection").
+"""Replacing a running musicd without dropping a connection (docs/operating.md, "Restarting
+without dropping a connection").
 
 Every worker listens with SO_REUSEPORT, so a second musicd started with the same settings
 shares the port; once it listens, the first is sent SIGTERM and drains: it closes its
@@ -10,7 +10,7 @@ downloads on keep-alive connections, plus raw connections kept idle that send a 
 the moment of the swap, no request fails, no client sees a reset, and every body is exact.
 
 Connections queued on a listener at the instant it closes are handed to the other listeners
-of the port only when net.ipv4.tcp_migrate_req is 1 (the README asks operators to set it);
+of the port only when net.ipv4.tcp_migrate_req is 1 (docs/operating.md asks operators to set it);
 the swap tests set it where they can (as root) and put the old value back.
 """
 

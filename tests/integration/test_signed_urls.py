@@ -1,5 +1,6 @@
-"""Signed, expiring track URLs (issue 18, README "Signed URLs"): with --url-signing-key-file every
-GET and HEAD of a track needs an Akamai EdgeAuth token in ?__token__, checked before any lookup.
+"""Signed, expiring track URLs (issue 18, docs/signed-urls-and-limits.md): with
+--url-signing-key-file every GET and HEAD of a track needs an Akamai EdgeAuth token in
+?__token__, checked before any lookup.
 
 Tokens come from the real akamai-edgeauth npm package and from an independent Python
 implementation of the published algorithm (edgeauth.py), never from musicd's own code (but for
@@ -8,8 +9,8 @@ gets: tampered, cut, another track's, expired, not yet valid, absurdly long, giv
 unsigned; each refusal is 403 with Cache-Control: no-store, one error-log line with its reason
 class, one count by reason, and no lookup. The token never reaches the access log, the lookup
 cache's key, the ETag or the Content-Disposition. The key file: its format, its mode and key
-length checks at start-up and -t, rotation by SIGHUP. README's worked example and its Node and
-PHP snippets are run. The shipped frontends are in test_signed_urls_frontends.py.
+length checks at start-up and -t, rotation by SIGHUP. The guide's worked example and its Node,
+Python and PHP snippets are run. The shipped frontends are in test_signed_urls_frontends.py.
 """
 
 import os
@@ -570,26 +571,29 @@ def test_sign_url_without_what_it_needs_exits_2(musicd, tmp_path, key, args, wor
     assert words in result.stderr and result.stdout == ""
 
 
-# -- README's worked example and snippets -----------------------------------------------------
+# -- docs/signed-urls-and-limits.md's worked example and snippets -------------------------------
 
-def readme_section():
-    text = (REPO / "README.md").read_text()
-    return text.split("\n## Signed URLs\n", 1)[1].split("\n## ", 1)[0]
+GUIDE = REPO / "docs" / "signed-urls-and-limits.md"
+
+
+def guide_section():
+    """The guide's "Signed URLs" section."""
+    return GUIDE.read_text().split("\n## Signed URLs\n", 1)[1].split("\n## ", 1)[0]
 
 
 def worked_example():
-    """The worked example's values, as README writes them."""
-    block = readme_section().split("**A worked example**", 1)[1]
+    """The worked example's values, as the guide writes them."""
+    block = guide_section().split("**A worked example**", 1)[1]
     values = {}
     for name in ("key file line", "track", "st", "exp", "acl", "signed bytes", "hmac", "token",
                  "URL"):
         match = re.search(rf"^    {re.escape(name)}: +(\S+)", block, re.M)
-        assert match, f"README's worked example has no {name!r} line"
+        assert match, f"the guide's worked example has no {name!r} line"
         values[name] = match.group(1)
     return values
 
 
-def test_the_readme_worked_example_is_what_every_signer_makes(npm):
+def test_the_guide_s_worked_example_is_what_every_signer_makes(npm):
     ex = worked_example()
     mid = ex["track"].split("/")[2]
     assert ex["acl"] == track_acl(mid)
@@ -602,7 +606,7 @@ def test_the_readme_worked_example_is_what_every_signer_makes(npm):
     assert bytes.fromhex(ex["key file line"]) == b"musicd-example-key-0123456789abc"
 
 
-def test_musicd_serves_the_readme_worked_example(musicd, tmp_path, db, library):
+def test_musicd_serves_the_guide_s_worked_example(musicd, tmp_path, db, library):
     ex = worked_example()
     mid = ex["track"].split("/")[2]
     path = library.place(library.media.short, "example.mp3")
@@ -614,14 +618,14 @@ def test_musicd_serves_the_readme_worked_example(musicd, tmp_path, db, library):
 
 
 def snippet(language):
-    match = re.search(rf"```{language}\n(.*?)```", readme_section(), re.S)
-    assert match, f"no {language} snippet in README's Signed URLs"
+    match = re.search(rf"```{language}\n(.*?)```", guide_section(), re.S)
+    assert match, f"no {language} snippet in the guide's Signed URLs"
     code = match.group(1)
     assert len(code.strip().splitlines()) == 3, code
     return code
 
 
-def test_the_readme_node_snippet_signs_a_url_musicd_serves(signing, library, key, npm):
+def test_the_guide_s_node_snippet_signs_a_url_musicd_serves(signing, library, key, npm):
     track = library.add(name="song.mp3")
     program = f"const mid = {track.id!r};\n" + snippet("js") + "\nconsole.log(url);\n"
     p = subprocess.run([npm.node, "-e", program], capture_output=True, text=True,
@@ -633,7 +637,7 @@ def test_the_readme_node_snippet_signs_a_url_musicd_serves(signing, library, key
     assert_file_response(requests.get(url, timeout=TIMEOUT), track.path)
 
 
-def test_the_readme_python_snippet_signs_a_url_musicd_serves(signing, library, key):
+def test_the_guide_s_python_snippet_signs_a_url_musicd_serves(signing, library, key):
     track = library.add(name="song.mp3")
     scope = {"mid": track.id}
     os.environ["MUSICD_KEY"] = key
@@ -645,9 +649,9 @@ def test_the_readme_python_snippet_signs_a_url_musicd_serves(signing, library, k
     assert_file_response(requests.get(url, timeout=TIMEOUT), track.path)
 
 
-def test_the_readme_php_snippet_signs_a_url_musicd_serves(signing, library, key):
+def test_the_guide_s_php_snippet_signs_a_url_musicd_serves(signing, library, key):
     php = subprocess.run(["which", "php"], capture_output=True, text=True).stdout.strip()
-    assert php, "php is needed (scripts/install-deps installs php-cli)"
+    assert php, "php is needed (scripts/setup/install-deps installs php-cli)"
     track = library.add(name="song.mp3")
     program = f"$mid = '{track.id}';\n" + snippet("php") + "\necho $url;\n"
     p = subprocess.run([php, "-r", program], capture_output=True, text=True, timeout=TIMEOUT,

@@ -1,10 +1,11 @@
-"""Signed URLs behind the shipped frontends (issue 18, README "Signed URLs"): through either nginx
-site (proxy, offload) tokens reach musicd untouched; the shipped VCLs as shipped pass a URL with a
-token to musicd uncached; with their url-signing block turned on (README: its one include line
-uncommented) Varnish checks the same tokens as musicd, with the same verdict for every token,
-refuses bad ones itself (403, no-store, the reason in its log), shares one cached copy among
-every listener's token and never serves it without a valid one, and refuses to load a key it
-cannot match (a 00 byte); the cluster VCL sends every token of a track to the track's one origin.
+"""Signed URLs behind the shipped frontends (issue 18, docs/signed-urls-and-limits.md): through
+either nginx site (proxy, offload) tokens reach musicd untouched; the shipped VCLs as shipped pass
+a URL with a token to musicd uncached; with their url-signing block turned on (docs/deployment.md:
+its one include line uncommented) Varnish checks the same tokens as musicd, with the same verdict
+for every token, refuses bad ones itself (403, no-store, the reason in its log), shares one cached
+copy among every listener's token and never serves it without a valid one, and refuses to load a
+key it cannot match (a 00 byte); the cluster VCL sends every token of a track to the track's one
+origin.
 """
 
 import re
@@ -25,7 +26,7 @@ from test_signed_urls import get, now, signed
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)")
+    reason="nginx and varnishd are needed (scripts/setup/install-deps)")
 
 TIMEOUT = scaled(20)
 HOUR = 3600

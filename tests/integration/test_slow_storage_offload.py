@@ -26,7 +26,7 @@ from support import scaled
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")),
-    reason="nginx is needed (scripts/install-deps)")
+    reason="nginx is needed (scripts/setup/install-deps)")
 
 FAST_PREFIX = "/protected/fast/"   # the second media root's --x-accel-redirect
 COLD_TRACKS = 4

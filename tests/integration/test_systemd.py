@@ -289,7 +289,7 @@ def verify_output(unit_text, tmp_path):
     """What systemd-analyze verify says about the unit written to tmp_path (lines naming it)."""
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
-        pytest.skip("systemd-analyze is missing: scripts/install-deps installs it (systemd)")
+        pytest.skip("systemd-analyze is missing: scripts/setup/install-deps installs it (systemd)")
     directory = tmp_path / "unit"
     directory.mkdir()
     path = directory / "musicd.service"

@@ -1,7 +1,7 @@
 /*
  * Unit tests for server/config/reload_plan.h and the option table's reload marks
  * (config.h): which settings a SIGHUP applies and which need a restart,
- * written once in config.c and checked here against the list README gives;
+ * written once in config.c and checked here against the list docs/operating.md gives;
  * the plan for a changed file (live changes named, restart-only differences
  * kept and named, order of the table); lists compared item by item; the
  * name list formatted whole or not at all; and config_copy /
@@ -21,7 +21,7 @@
 #include "config/config.h"
 #include "config/reload_plan.h"
 
-/* README's "Reloading settings": the settings a SIGHUP applies to new requests. */
+/* docs/operating.md's "Reloading settings": the settings a SIGHUP applies to new requests. */
 static const char *const LIVE_SETTINGS[] = {
 	"lookup-cache-ttl", "lookup-cache-negative-ttl", "open-file-cache-valid",
 	"open-file-cache-inactive", "cache-control", "error-cache-control", "max-ranges",

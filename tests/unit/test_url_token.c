@@ -21,7 +21,8 @@
 
 #include "http/url_token.h"
 
-/* "musicd-example-key-0123456789abc", hex-encoded: the key of README's worked example. */
+/* "musicd-example-key-0123456789abc", hex-encoded: the key of the worked example
+ * in docs/signed-urls-and-limits.md. */
 #define KEY_HEX "6d75736963642d6578616d706c652d6b65792d30313233343536373839616263"
 #define MID "65a1b2c3d4e5f60718293a4b"
 #define OTHER_MID "65a1b2c3d4e5f60718293a4c"
@@ -30,7 +31,7 @@
 #define INSIDE 1800000000  /* between the two */
 #define LEEWAY 5
 
-/* By the npm package: st, exp and acl of README's worked example. */
+/* By the npm package: st, exp and acl of the guide's worked example. */
 #define EXAMPLE_TOKEN                                                                          \
 	"st=1767225600~exp=4102444800~acl=/musicdb/" MID "/*"                                 \
 	"~hmac=b69993d94469661840094239e71936ec80d8df523b477cacbc7526fa36b1726b"
