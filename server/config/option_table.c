@@ -27,8 +27,8 @@
 
 /*
  * Every setting, in --help order, with its one written default. config/musicd.conf
- * and README's options table repeat these; tests/integration/test_cli.py checks
- * that they agree with --help.
+ * and the man page (man/musicd.8, the option reference) repeat these;
+ * tests/integration/test_cli.py checks that they agree with --help.
  */
 static const struct option_spec options[] = {
 	{"config", "FILE|off", .kind = OPTION_FILE_ONLY_ON_COMMAND_LINE, .offset = FIELD(config_file),

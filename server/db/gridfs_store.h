@@ -26,7 +26,7 @@
  * into the response's evbuffer. With glibc's dynamic threshold the first such
  * free raises the threshold above them; from then on they are carved from the
  * thread's arena and their pages stay resident after the read, 2-3 windows
- * per lookup thread for good (scripts/bench g2 and docs/BENCHMARKS.md
+ * per lookup thread for good (scripts/benchmarks/bench g and docs/BENCHMARKS.md
  * "GridFS"). A fixed threshold between the evbuffer chains (pooled in the
  * arenas, reused) and a window's reply gives those buffers back after each
  * read, for an mmap/munmap pair and its page faults per buffer.

@@ -35,7 +35,7 @@
  * 512-byte chain, which glibc hands out from its per-thread cache, where a
  * 4 KiB chain reserved for every read took the slower path that first
  * consolidates freed chunks (malloc_consolidate, seen in the perf profile of
- * scripts/bench's c2), and a 16 KiB one was a 32 KiB malloc per connection.
+ * scripts/benchmarks/bench's c2), and a 16 KiB one was a 32 KiB malloc per connection.
  * Larger heads and bodies take a few reads.
  */
 #define READ_MAX (4096 - 128)

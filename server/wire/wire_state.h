@@ -277,7 +277,7 @@ const char *client_of_connection(struct exchange *exchange, struct evhttp_connec
 /* --- send.c --- */
 
 /*
- * The largest file part a head is held for. Measured in scripts/bench: held
+ * The largest file part a head is held for. Measured in scripts/benchmarks/bench: held
  * for a 2-byte start it saves a segment and a third of the CPU a request
  * costs; held for a 64 KiB range, the requests ran at two thirds of the
  * rate unheld (b: 23,000/s against 34,000/s), and one segment more among
