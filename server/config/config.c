@@ -8,6 +8,7 @@
 
 #include "base/nearest_name.h"
 #include "config/option_table.h"
+#include "http/route.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -302,7 +303,7 @@ out_of_memory:
 void config_print_usage(const char *program, const char *installed_config)
 {
 	printf("Usage: %s --media-root DIR [options]\n\n"
-	       "Serves GET /musicdb/:mid/:param: finds the document with _id ObjectId(:mid) in\n"
+	       "Serves GET " ROUTE_TRACK_PREFIX ":mid/:param: finds the document with _id ObjectId(:mid) in\n"
 	       "MongoDB and streams the file at its path with sendfile(2).\n\nOptions:\n",
 	       program);
 	for (size_t i = 0; i < option_table_count(); i++) {

@@ -12,13 +12,11 @@
 void file_plan_add_disposition(struct exchange *exchange, struct response_head *head,
 			       const char *download_path, char value[DISPOSITION_VALUE_MAX])
 {
-	const char *target = exchange_target(exchange);
-	if (!disposition_requested(target))
+	struct route route = route_parse(exchange_target(exchange));
+	if (!route.download || route.kind != ROUTE_TRACK)
 		return;
-	struct route route = route_parse(target);
-	if (route.kind != ROUTE_TRACK)
-		return;
-	if (disposition_value(target, route.mid, download_path, value, DISPOSITION_VALUE_MAX) == 0 ||
+	if (disposition_value(route.param, route.param_length, route.mid, download_path, value,
+			      DISPOSITION_VALUE_MAX) == 0 ||
 	    response_head_add(head, "Content-Disposition", value) < 0)
 		log_error("mid=%s: cannot add Content-Disposition", route.mid);
 }

@@ -40,10 +40,11 @@ static void handle_bad_id(struct exchange *exchange, const struct route *route,
 	answer_bad_request(exchange, ROUTE_BAD_ID_WHY);
 }
 
-static const route_handler track_handlers[] = {
+static const route_handler track_handlers[ROUTE_KINDS] = {
 	[ROUTE_TRACK] = handle_track,
 	[ROUTE_BAD_ID] = handle_bad_id,
 	[ROUTE_HEALTHZ] = handle_healthz,
+	[ROUTE_METRICS] = NULL,	  /* the metrics listener's */
 	[ROUTE_NOT_FOUND] = NULL, /* 404 whatever the method */
 };
 
@@ -71,15 +72,10 @@ void routes_track(struct exchange *exchange, void *arg)
 		handler(exchange, &route, resources);
 }
 
-#define METRICS_PATH "/metrics"
-
 void routes_metrics(struct exchange *exchange, void *arg)
 {
 	struct metrics_page *page = arg;
-	const char *target = exchange_target(exchange);
-	size_t path_length = strcspn(target, "?");
-	if (path_length != strlen(METRICS_PATH) ||
-		 strncmp(target, METRICS_PATH, path_length) != 0)
+	if (route_parse(exchange_target(exchange)).kind != ROUTE_METRICS)
 		answer_error(exchange, 404);
 	else if (strcmp(exchange_method(exchange), "GET") != 0)
 		answer_error_with(exchange, 405, "Allow", "GET");

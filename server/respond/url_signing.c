@@ -26,10 +26,10 @@ int url_signing_admits(struct exchange *exchange, const char *mid)
 	if (settings->url_keys.count == 0)
 		return 1;
 	const struct config *config = &settings->config;
-	enum url_token_verdict verdict =
-		url_token_check(exchange_target(exchange), config->url_signing_parameter,
-				&settings->url_keys, (int64_t)time(NULL), config->url_signing_leeway,
-				mid);
+	struct route route = route_parse(exchange_target(exchange));
+	struct query_parameter token = route_query_find(&route, config->url_signing_parameter);
+	enum url_token_verdict verdict = url_token_check(&token, &settings->url_keys, (int64_t)time(NULL),
+							 config->url_signing_leeway, mid);
 	if (verdict == URL_TOKEN_VALID)
 		return 1;
 	log_info("mid=%s: 403, signed-URL token %s", mid, url_token_verdict_words(verdict));
