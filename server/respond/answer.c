@@ -157,13 +157,12 @@ void answer_options(struct exchange *exchange, const struct request *request)
 static const struct {
 	int status;
 	enum log_level level;
-	const char *words;
 } failures[] = {
-	[LOOKUP_NOT_FOUND] = {404, LOG_LEVEL_DEBUG, "no such document"},
-	[LOOKUP_NO_PATH] = {404, LOG_LEVEL_WARN, "data problem"},
-	[LOOKUP_BAD_DATA] = {500, LOG_LEVEL_ERROR, "data error"},
-	[LOOKUP_UNAVAILABLE] = {503, LOG_LEVEL_WARN, "database unavailable"},
-	[LOOKUP_FAILED] = {500, LOG_LEVEL_ERROR, "database error"},
+	[LOOKUP_NOT_FOUND] = {404, LOG_LEVEL_DEBUG},
+	[LOOKUP_NO_PATH] = {404, LOG_LEVEL_WARN},
+	[LOOKUP_BAD_DATA] = {500, LOG_LEVEL_ERROR},
+	[LOOKUP_UNAVAILABLE] = {503, LOG_LEVEL_WARN},
+	[LOOKUP_FAILED] = {500, LOG_LEVEL_ERROR},
 };
 
 static int is_failure(enum lookup_status status)
@@ -182,7 +181,7 @@ void answer_lookup_failure(struct exchange *exchange, const struct request *requ
 			   const char *what, enum lookup_status status, const char *detail)
 {
 	if (is_failure(status))
-		log_msg(failures[status].level, "%s: %s%s%s", what, failures[status].words,
+		log_msg(failures[status].level, "%s: %s%s%s", what, lookup_status_describe(status),
 			detail[0] ? ": " : "", detail);
 	else
 		log_error("%s: %s answered as a failure", what, lookup_status_describe(status));

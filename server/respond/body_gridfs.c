@@ -223,10 +223,7 @@ static void on_fetched(struct exchange *exchange, void *arg)
 		return;
 	} else if (job->status != LOOKUP_FOUND) {
 		log_error("%s: %s: %s; closing the connection after %" PRIu64 " of its bytes",
-			  stream->what,
-			  job->status == LOOKUP_BAD_DATA ? "data error"
-							 : lookup_status_describe(job->status),
-			  job->detail, stream->sent);
+			  stream->what, lookup_status_describe(job->status), job->detail, stream->sent);
 		exchange_stream_abort(exchange);
 		stream_free(stream);
 		return;

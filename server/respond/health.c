@@ -36,7 +36,6 @@ static void on_probe_result(struct exchange *exchange, void *arg)
 			answer_error(exchange, &probe->request, 503);
 		}
 	}
-	find_track_release(&probe->wait.lookup);
 	free(probe);
 }
 

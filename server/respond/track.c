@@ -41,11 +41,12 @@ struct track_request {
 	const struct resources *resources;
 };
 
-/* Answers with file, under the document's ETag when it has one ("" for none). */
+/* Answers with file, under the document's ETag when it has one. */
 static void answer_file(struct exchange *exchange, const struct request *request,
 			const struct resources *resources, const struct cached_file *file,
-			const char *document_etag)
+			const struct track_fields *fields)
 {
+	const char *document_etag = fields->etag;
 	if (document_etag[0] == '\0') {
 		resources->handoff->answer(exchange, request, file, &resources->media_roots,
 					   resources->disk);
@@ -70,9 +71,9 @@ static void answer_file(struct exchange *exchange, const struct request *request
 /* Answers with a borrowed entry's file, then gives the entry back. */
 static void answer_entry(struct exchange *exchange, const struct request *request,
 			 const struct resources *resources, struct file_cache_entry *entry,
-			 const char *document_etag)
+			 const struct track_fields *fields)
 {
-	answer_file(exchange, request, resources, file_cache_file(entry), document_etag);
+	answer_file(exchange, request, resources, file_cache_file(entry), fields);
 	/* Answers still sending hold their own segment references. */
 	file_cache_release(resources->file_cache, entry);
 }
@@ -88,7 +89,7 @@ struct file_start {
 	const struct resources *resources;
 	struct file_cache_entry *entry; /* a check's, borrowed; NULL while opening */
 	struct file_cache_check asked;
-	char etag[ETAG_MAX]; /* the document's, "" for none */
+	struct track_fields fields; /* the document's */
 };
 
 static void on_opened(struct exchange *exchange, void *arg);
@@ -136,7 +137,7 @@ static bool submit_start(struct exchange *exchange, struct file_start *start, di
 /* Opens path off the loop, then answers with it (start, if given, is reused). */
 static void open_file(struct exchange *exchange, const struct request *request,
 		      const struct resources *resources, struct file_start *start,
-		      const char *path, const char *document_etag)
+		      const char *path, const struct track_fields *fields)
 {
 	const char *mid = request->route.mid;
 	if (start == NULL && (start = calloc(1, sizeof(*start))) == NULL) {
@@ -154,8 +155,8 @@ static void open_file(struct exchange *exchange, const struct request *request,
 		start->request = *request;
 	start->resources = resources;
 	start->entry = NULL;
-	if (start->etag != document_etag)
-		snprintf(start->etag, sizeof(start->etag), "%s", document_etag);
+	if (&start->fields != fields)
+		start->fields = *fields;
 	start->disk.open.roots = &resources->media_roots;
 	snprintf(start->disk.open.path, sizeof(start->disk.open.path), "%s", path);
 	submit_start(exchange, start, disk_open_run,
@@ -189,7 +190,7 @@ static void on_opened(struct exchange *exchange, void *arg)
 			if (exchange_can_respond(exchange))
 				answer_error(exchange, request, 500);
 		} else if (exchange_can_respond(exchange)) {
-			answer_entry(exchange, request, resources, entry, start->etag);
+			answer_entry(exchange, request, resources, entry, &start->fields);
 		} else {
 			file_cache_release(resources->file_cache, entry);
 		}
@@ -224,28 +225,28 @@ static void on_checked(struct exchange *exchange, void *arg)
 		return;
 	}
 	if (unchanged) {
-		answer_entry(exchange, request, resources, entry, start->etag);
+		answer_entry(exchange, request, resources, entry, &start->fields);
 		free(start);
 		return;
 	}
 	/* Changed on the disk: opened again, from the path the entry was cached under. */
-	open_file(exchange, request, resources, start, path, start->etag);
+	open_file(exchange, request, resources, start, path, &start->fields);
 }
 
-/* Opens (or finds open) the file at path and answers with it, or 404 and a log line. */
+/* Opens (or finds open) the document's file and answers with it, or 404 and a log line. */
 static void answer_path(struct exchange *exchange, const struct request *request,
-			const struct resources *resources, const char *path,
-			const char *document_etag)
+			const struct resources *resources, const struct track_document *document)
 {
+	const char *path = document->path;
 	struct file_cache_entry *entry;
 	struct file_cache_check asked;
 	switch (file_cache_get(resources->file_cache, path, request->settings->file_lines_generation,
 			       &entry, &asked)) {
 	case FILE_CACHE_HIT:
-		answer_entry(exchange, request, resources, entry, document_etag);
+		answer_entry(exchange, request, resources, entry, &document->fields);
 		return;
 	case FILE_CACHE_MISS:
-		open_file(exchange, request, resources, NULL, path, document_etag);
+		open_file(exchange, request, resources, NULL, path, &document->fields);
 		return;
 	case FILE_CACHE_CHECK:
 		break;
@@ -261,7 +262,7 @@ static void answer_path(struct exchange *exchange, const struct request *request
 	start->resources = resources;
 	start->entry = entry;
 	start->asked = asked;
-	snprintf(start->etag, sizeof(start->etag), "%s", document_etag);
+	start->fields = document->fields;
 	start->disk.check.fd = asked.fd;
 	start->disk.check.path = asked.path;
 	submit_start(exchange, start, disk_check_run,
@@ -269,8 +270,9 @@ static void answer_path(struct exchange *exchange, const struct request *request
 }
 
 static void answer_gridfs(struct exchange *exchange, const struct request *request,
-			  const struct resources *resources, const struct gridfs_entry *entry)
+			  const struct resources *resources, const struct track_document *document)
 {
+	const struct gridfs_entry *entry = &document->gridfs;
 	struct gridfs_representation file;
 	if (body_gridfs_representation(&file, entry, request->route.param,
 				       request->route.param_length,
@@ -291,37 +293,39 @@ static void answer_gridfs(struct exchange *exchange, const struct request *reque
 	file_answer(exchange, request, &file.representation, &body);
 }
 
+/* The one answer to what a lookup found, cached or not: the file, or the failure's (answer.c). */
+static void answer_document(struct exchange *exchange, const struct request *request,
+			    const struct resources *resources, enum lookup_status found,
+			    const struct track_document *document, const char *detail)
+{
+	char what[sizeof("mid=") + OBJECTID_HEX_LENGTH];
+	switch (found) {
+	case LOOKUP_FOUND:
+		answer_path(exchange, request, resources, document);
+		return;
+	case LOOKUP_GRIDFS:
+		answer_gridfs(exchange, request, resources, document);
+		return;
+	default:
+		snprintf(what, sizeof(what), "mid=%s", request->route.mid);
+		answer_lookup_failure(exchange, request, what, found, detail);
+		return;
+	}
+}
+
 /* Runs when the lookup ends, even if the client left or the deadline answered meanwhile. */
 static void on_lookup_done(struct exchange *exchange, void *arg)
 {
 	struct track_request *asked = arg;
-	const struct request *request = &asked->request;
 	struct track_lookup *lookup = &asked->wait.lookup;
 	const struct resources *resources = asked->resources;
-	enum lookup_status status = lookup->job.status;
-	char what[sizeof("mid=") + OBJECTID_HEX_LENGTH];
 
 	lookup_wait_delivered(&asked->wait);
-	/* What was learned is kept either way. */
-	if (status == LOOKUP_FOUND)
-		lookup_cache_put_tagged(resources->lookup_cache, lookup->mid, lookup->path,
-					lookup->etag);
-	else if (status == LOOKUP_GRIDFS)
-		lookup_cache_put_gridfs(resources->lookup_cache, lookup->mid, lookup->gridfs);
-	else if (status == LOOKUP_NOT_FOUND)
-		lookup_cache_put(resources->lookup_cache, lookup->mid, NULL);
-	if (!exchange_can_respond(exchange))
-		goto done;
-	if (status == LOOKUP_FOUND) {
-		answer_path(exchange, request, resources, lookup->path, lookup->etag);
-	} else if (status == LOOKUP_GRIDFS) {
-		answer_gridfs(exchange, request, resources, lookup->gridfs);
-	} else {
-		snprintf(what, sizeof(what), "mid=%s", lookup->mid);
-		answer_lookup_failure(exchange, request, what, status, lookup->job.detail);
-	}
-done:
-	find_track_release(lookup);
+	/* What was learned is kept either way (a database error is not). */
+	lookup_cache_put(resources->lookup_cache, lookup->mid, lookup->job.status, &lookup->document);
+	if (exchange_can_respond(exchange))
+		answer_document(exchange, &asked->request, resources, lookup->job.status,
+				&lookup->document, lookup->job.detail);
 	free(asked);
 }
 
@@ -357,21 +361,10 @@ static void look_up(struct exchange *exchange, const struct request *request,
 void track_handle(struct exchange *exchange, const struct request *request,
 		  const struct resources *resources)
 {
-	char path[PATH_MAX], etag[ETAG_MAX];
-	struct gridfs_entry gridfs;
-	switch (lookup_cache_get_track(resources->lookup_cache, request->route.mid, path,
-				       sizeof(path), etag, &gridfs)) {
-	case LOOKUP_CACHE_HIT:
-		answer_path(exchange, request, resources, path, etag);
-		return;
-	case LOOKUP_CACHE_GRIDFS:
-		answer_gridfs(exchange, request, resources, &gridfs);
-		return;
-	case LOOKUP_CACHE_NEGATIVE:
-		answer_error(exchange, request, 404);
-		return;
-	case LOOKUP_CACHE_MISS:
-		break;
-	}
-	look_up(exchange, request, resources);
+	enum lookup_status found;
+	struct track_document document;
+	if (lookup_cache_get(resources->lookup_cache, request->route.mid, &found, &document))
+		answer_document(exchange, request, resources, found, &document, "");
+	else
+		look_up(exchange, request, resources);
 }
