@@ -1,10 +1,11 @@
 /*
  * Fuzzes what a request target and a stored path go through: route_parse
  * (its spans inside the target) and route_query_find, objectid_is_valid,
- * containment, content types and the X-Accel-Redirect encoding (whose output
- * must never hold a byte that could split a header), the ?download
- * Content-Disposition value from :param and the --cors-origin grammar (the
- * same promise: nothing that could split a header).
+ * containment, content types (from a path, or a document's media type) and
+ * the X-Accel-Redirect encoding (whose output must never hold a byte that
+ * could split a header), the ?download Content-Disposition value from :param
+ * and the --cors-origin grammar (the same promise: nothing that could split
+ * a header).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (root >= 0 && !containment_is_canonical(text))
 		abort();
 	content_type_for_path(text);
+	/* A document's media type is taken whole or not at all, and never splits a header. */
+	char type[CONTENT_TYPE_FIELD_MAX];
+	if (content_type_from_field(type, (const char *)data, size) == 0 &&
+	    (size > CONTENT_TYPE_FIELD_VALUE_MAX || memcmp(type, data, size) != 0 ||
+	     strlen(type) != size || !response_value_is_safe(type) || strchr(type, '/') == NULL))
+		abort();
 
 	char uri[4096];
 	size_t length = offload_accel_uri("/protected/", "/srv/music", text, uri, sizeof(uri));
