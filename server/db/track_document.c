@@ -34,6 +34,10 @@ static const struct text_field text_fields[] = {
 	{FIELD(etag_field, etag), etag_from_field,
 	 "an ETag (1 to " NUMBER_TEXT(ETAG_FIELD_VALUE_MAX) " letters, digits or +-./:=_~)",
 	 "the file's ETag"},
+	{FIELD(content_type_field, content_type), content_type_from_field,
+	 "a media type (type/subtype[; parameters], at most " NUMBER_TEXT(
+		 CONTENT_TYPE_FIELD_VALUE_MAX) " bytes)",
+	 "the type of the file's extension"},
 };
 
 #define TEXT_FIELDS (sizeof(text_fields) / sizeof(text_fields[0]))

@@ -26,11 +26,13 @@
 #include "config/config.h"
 #include "db/gridfs_entry.h"
 #include "db/lookup_status.h"
+#include "http/content_type.h"
 #include "http/etag.h"
 
 /* What an answer takes from the document: each a configured field's value, checked; "" for none. */
 struct track_fields {
 	char etag[ETAG_MAX]; /* --etag-field, as an ETag (quoted) */
+	char content_type[CONTENT_TYPE_FIELD_MAX]; /* --content-type-field, a media type */
 };
 
 /* A plain value, copied whole; every text is NUL-terminated within its array. */

@@ -10,7 +10,10 @@
  *
  * With --etag-field, a document's own ETag (its content hash) replaces the
  * file's (mtime and size) in the answer, so every origin serving the same
- * document sends the same validator, whatever its copy's mtime.
+ * document sends the same validator, whatever its copy's mtime; with
+ * --content-type-field, its own media type replaces the extension's (a GridFS
+ * file's too). The cached entry is the file's, shared by every document that
+ * names it: each answer amends a copy.
  *
  * The file is opened, and a cached one checked against the disk where that
  * may wait (disk_io.h: the stat of its path once per interval, the fstat of
@@ -41,13 +44,13 @@ struct track_request {
 	const struct resources *resources;
 };
 
-/* Answers with file, under the document's ETag when it has one. */
+/* Answers with file, under the document's ETag and media type where it has them. */
 static void answer_file(struct exchange *exchange, const struct request *request,
 			const struct resources *resources, const struct cached_file *file,
 			const struct track_fields *fields)
 {
 	const char *document_etag = fields->etag;
-	if (document_etag[0] == '\0') {
+	if (document_etag[0] == '\0' && fields->content_type[0] == '\0') {
 		resources->handoff->answer(exchange, request, file, &resources->media_roots,
 					   resources->disk);
 		return;
@@ -56,14 +59,19 @@ static void answer_file(struct exchange *exchange, const struct request *request
 	struct cached_file tagged = *file;
 	struct representation *representation = &tagged.representation;
 	char lines[RESPONSE_FILE_LINES_SIZE(CONFIG_HEADER_VALUE_MAX)];
-	snprintf(representation->etag, sizeof(representation->etag), "%s", document_etag);
-	if (response_head_file_lines(lines, sizeof(lines), representation->last_modified,
-				     representation->etag, representation->cache_control) == 0) {
-		log_error("document ETag %s: the header lines do not fit", document_etag);
-		answer_error(exchange, request, 500);
-		return;
+	if (fields->content_type[0] != '\0')
+		representation->content_type = fields->content_type;
+	if (document_etag[0] != '\0') {
+		snprintf(representation->etag, sizeof(representation->etag), "%s", document_etag);
+		if (response_head_file_lines(lines, sizeof(lines), representation->last_modified,
+					     representation->etag,
+					     representation->cache_control) == 0) {
+			log_error("document ETag %s: the header lines do not fit", document_etag);
+			answer_error(exchange, request, 500);
+			return;
+		}
+		representation->file_lines = lines;
 	}
-	representation->file_lines = lines;
 	resources->handoff->answer(exchange, request, &tagged, &resources->media_roots,
 				   resources->disk);
 }
@@ -282,6 +290,9 @@ static void answer_gridfs(struct exchange *exchange, const struct request *reque
 		answer_error(exchange, request, 500);
 		return;
 	}
+	if (document->fields.content_type[0] != '\0')
+		snprintf(file.content_type, sizeof(file.content_type), "%s",
+			 document->fields.content_type);
 	struct file_body body = {
 		.kind = BODY_GRIDFS,
 		.gridfs = &file,

@@ -1,8 +1,8 @@
 /*
  * Unit tests for server/db/track_document.h: what a document yields (a path,
  * a GridFS file's id, or a data problem saying why), the fields an answer
- * takes from it (--etag-field: taken when valid, "" when off, absent, not a
- * string or not an ETag), the projection a find asks for, and the packed
+ * takes from it (--etag-field and --content-type-field: taken when valid, ""
+ * when off, absent, not a string or not an ETag or media type), the projection a find asks for, and the packed
  * form the lookup cache keeps (every part back exactly, texts by their
  * length, a document with an unterminated text refused).
  */
@@ -168,6 +168,29 @@ static void test_an_etag_field_off_absent_or_not_an_etag_gives_none(void **state
 	assert_string_equal(f->document.fields.etag, "");
 }
 
+static void test_the_content_type_field_is_taken_when_it_is_a_media_type(void **state)
+{
+	struct fixture *f = *state;
+	set(f, "content-type-field", "mime");
+	assert_int_equal(read_json(f, "{\"path\": \"" PATH "\", \"mime\": \"audio/ogg; codecs=opus\"}"),
+			 LOOKUP_FOUND);
+	assert_string_equal(f->document.fields.content_type, "audio/ogg; codecs=opus");
+	assert_int_equal(read_json(f, "{\"gridfs_id\": {\"$oid\": \"" FILE_ID "\"}, \"mime\": \"audio/flac\"}"),
+			 LOOKUP_GRIDFS);
+	assert_string_equal(f->document.fields.content_type, "audio/flac");
+	assert_int_equal(read_json(f, "{\"path\": \"" PATH "\", \"mime\": \"audio mpeg\"}"), LOOKUP_FOUND);
+	assert_string_equal(f->document.fields.content_type, "");
+	assert_int_equal(read_json(f, "{\"path\": \"" PATH "\", \"mime\": \"audio/mpeg\\r\\nX: 1\"}"),
+			 LOOKUP_FOUND);
+	assert_string_equal(f->document.fields.content_type, "");
+	assert_int_equal(read_json(f, "{\"path\": \"" PATH "\", \"mime\": [\"audio/mpeg\"]}"),
+			 LOOKUP_FOUND);
+	assert_string_equal(f->document.fields.content_type, "");
+	set(f, "content-type-field", "off");
+	assert_int_equal(read_json(f, "{\"path\": \"" PATH "\", \"mime\": \"audio/flac\"}"), LOOKUP_FOUND);
+	assert_string_equal(f->document.fields.content_type, "");
+}
+
 /* --- The projection --- */
 
 static void assert_projected(const bson_t *projection, const char *field, int expected)
@@ -189,10 +212,12 @@ static void test_the_projection_asks_for_the_fields_read(void **state)
 	bson_destroy(&projection);
 
 	set(f, "etag-field", "sha256");
+	set(f, "content-type-field", "mime");
 	set(f, "gridfs-field", "_id"); /* the documents are the fs.files entries */
 	bson_init(&projection);
 	track_document_project(&projection, &f->config);
 	assert_projected(&projection, "sha256", 1);
+	assert_projected(&projection, "mime", 1);
 	assert_projected(&projection, "length", 1);
 	assert_projected(&projection, "chunkSize", 1);
 	bson_destroy(&projection);
@@ -224,6 +249,7 @@ static void assert_same_document(const struct track_document *got,
 	assert_string_equal(got->gridfs.content_type, want->gridfs.content_type);
 	assert_string_equal(got->gridfs.filename, want->gridfs.filename);
 	assert_string_equal(got->fields.etag, want->fields.etag);
+	assert_string_equal(got->fields.content_type, want->fields.content_type);
 }
 
 static void test_a_packed_document_comes_back_exactly(void **state)
@@ -233,6 +259,7 @@ static void test_a_packed_document_comes_back_exactly(void **state)
 	memset(want, 0, sizeof(*want));
 	strcpy(want->path, PATH);
 	strcpy(want->fields.etag, "\"" HASH "\"");
+	strcpy(want->fields.content_type, "audio/ogg; codecs=opus");
 	round_trip(want, &got);
 	assert_same_document(&got, want);
 
@@ -288,6 +315,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_an_etag_field_off_absent_or_not_an_etag_gives_none,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_the_content_type_field_is_taken_when_it_is_a_media_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_projection_asks_for_the_fields_read, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_packed_document_comes_back_exactly, setup,
