@@ -1,7 +1,7 @@
 /*
  * track: the findById -> file -> answer path, through the lookup cache
- * (mid -> path, or mid -> GridFS entry) and the open-file cache (path -> open
- * file and its header lines): with both warm, a request makes no database
+ * (mid -> the track's document: its path or GridFS entry, track_document.h)
+ * and the open-file cache (path -> open file and its header lines): with both warm, a request makes no database
  * round trip and no open, stat or close; a GridFS track with a warm lookup
  * cache and a spooled copy makes no database round trip either. The answer
  * to a lookup that found nothing usable is answer.c's; a file that is
@@ -23,7 +23,8 @@
  * Ownership: a lookup (struct track_request) is the handler's, malloc'd at
  * the miss and freed when its delivery has run, whether or not the client is
  * still there (lookup_wait.h); so is a file being opened or checked (struct
- * file_start), which also holds the cache entry it checks.
+ * file_start), which also holds the cache entry it checks. Each keeps a copy
+ * of the request (request.h) to answer it with.
  */
 #include "respond/track.h"
 
