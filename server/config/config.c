@@ -8,6 +8,7 @@
 
 #include "base/nearest_name.h"
 #include "config/option_table.h"
+#include "http/route.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -70,31 +71,38 @@ void config_clear_list(struct config *config, const struct option_spec *option)
 	*count = 0;
 }
 
+/* The one string a setting owns in config (its text, or its listener's host); NULL: none. */
+static char **owned_text(const struct option_spec *option, struct config *config)
+{
+	switch (option->kind) {
+	case OPTION_STRING:
+	case OPTION_STRING_OR_OFF:
+	case OPTION_FILE_ONLY_ON_COMMAND_LINE:
+		return (char **)((char *)config + option->offset);
+	case OPTION_LISTEN:
+		return &config->listen_host;
+	case OPTION_METRICS_LISTEN:
+		return &config->metrics_host;
+	case OPTION_UNSIGNED:
+	case OPTION_BYTES:
+	case OPTION_LIST:
+	case OPTION_SWITCH:
+	case OPTION_LOG_LEVEL:
+		break;
+	}
+	return NULL;
+}
+
 void config_free(struct config *config)
 {
-	free(config->config_file);
-	free(config->listen_host);
-	free(config->metrics_host);
-	free(config->mongodb_uri);
-	free(config->database);
-	free(config->collection);
-	free(config->path_field);
-	free(config->etag_field);
-	free(config->gridfs_field);
-	free(config->gridfs_bucket);
-	free(config->gridfs_cache_dir);
 	for (size_t i = 0; i < option_table_count(); i++) {
-		if ((*option_table_at(i)).kind == OPTION_LIST)
-			config_clear_list(config, &(*option_table_at(i)));
+		const struct option_spec *option = option_table_at(i);
+		char **text = owned_text(option, config);
+		if (text != NULL)
+			free(*text);
+		else if (option->kind == OPTION_LIST)
+			config_clear_list(config, option);
 	}
-	free(config->access_log);
-	free(config->error_log);
-	free(config->user);
-	free(config->pid_file);
-	free(config->error_cache_control);
-	free(config->cache_control);
-	free(config->url_signing_key_file);
-	free(config->url_signing_parameter);
 	memset(config, 0, sizeof(*config));
 }
 
@@ -295,7 +303,7 @@ out_of_memory:
 void config_print_usage(const char *program, const char *installed_config)
 {
 	printf("Usage: %s --media-root DIR [options]\n\n"
-	       "Serves GET /musicdb/:mid/:param: finds the document with _id ObjectId(:mid) in\n"
+	       "Serves GET " ROUTE_TRACK_PREFIX ":mid/:param: finds the document with _id ObjectId(:mid) in\n"
 	       "MongoDB and streams the file at its path with sendfile(2).\n\nOptions:\n",
 	       program);
 	for (size_t i = 0; i < option_table_count(); i++) {
@@ -454,16 +462,13 @@ int config_copy(struct config *dst, const struct config *src)
 {
 	/* Every value at once, then each owned string replaced by a copy of its own. */
 	*dst = *src;
-	dst->listen_host = NULL;
-	dst->metrics_host = NULL;
 	for (size_t i = 0; i < option_table_count(); i++) {
-		const struct option_spec *option = &(*option_table_at(i));
-		char *base = (char *)dst;
-		if (option->kind == OPTION_LIST)
-			*(size_t *)(base + option->count_offset) = 0;
-		else if (option->kind == OPTION_STRING || option->kind == OPTION_STRING_OR_OFF ||
-			 option->kind == OPTION_FILE_ONLY_ON_COMMAND_LINE)
-			*(char **)(base + option->offset) = NULL;
+		const struct option_spec *option = option_table_at(i);
+		char **text = owned_text(option, dst);
+		if (text != NULL)
+			*text = NULL;
+		else if (option->kind == OPTION_LIST)
+			*(size_t *)((char *)dst + option->count_offset) = 0;
 	}
 	for (size_t i = 0; i < option_table_count(); i++) {
 		if (copy_option(&(*option_table_at(i)), dst, src) < 0) {

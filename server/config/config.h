@@ -20,7 +20,7 @@
  * fields whose default main settles later (workers, max-connections) are 0.
  */
 void config_init(struct config *config);
-/* Releases the owned strings; the struct may be re-initialised after. */
+/* Releases the strings each setting of the option table owns; the struct may be re-initialised after. */
 void config_free(struct config *config);
 
 /*

@@ -65,6 +65,7 @@ struct config {
 	char *collection;
 	char *path_field;
 	char *etag_field;	  /* string field whose value is the ETag; NULL: from mtime and size */
+	char *content_type_field; /* string field whose value is the Content-Type; NULL: by extension */
 	char *gridfs_field;	  /* a GridFS file's ObjectId when path_field is absent; "_id" */
 	char *gridfs_bucket;
 	unsigned gridfs_window;	  /* GridFS bytes buffered per response before fetching waits */

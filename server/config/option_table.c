@@ -52,6 +52,10 @@ static const struct option_spec options[] = {
 	 .help = "document field (a content hash) sent as the ETag, the same from every origin; "
 		 "off: from the file's mtime and size",
 	 .default_value = "off"},
+	{"content-type-field", "NAME|off", STRING_OR_OFF(content_type_field),
+	 .help = "document field (a media type, e.g. audio/flac) sent as Content-Type; off: by the "
+		 "file's extension",
+	 .default_value = "off"},
 	{"gridfs-field", "NAME", STRING(gridfs_field),
 	 .help = "field with the GridFS file's ObjectId when the path field is absent; _id: "
 		 "the documents are the fs.files entries",

@@ -8,11 +8,9 @@
 #include "db/find_track.h"
 
 #include <bson/bson.h>
-#include <limits.h>
 #include <mongoc/mongoc.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -24,112 +22,43 @@
 /* An id no document has: probes make the same round trip as real lookups. */
 #define PROBE_OBJECTID "000000000000000000000000"
 
-static int documents_are_files(const struct config *config)
-{
-	return strcmp(config->gridfs_field, "_id") == 0;
-}
-
-/* The document's --etag-field value as a quoted ETag in lookup->etag, or "" (the file's ETag is used). */
-static void read_etag(struct track_lookup *lookup, const bson_t *document)
-{
-	const char *field = lookup->config->etag_field;
-	bson_iter_t iter;
-	uint32_t length = 0;
-	const char *value = NULL;
-	lookup->etag[0] = '\0';
-	if (field == NULL)
-		return;
-	if (bson_iter_init(&iter, document) && bson_iter_find_descendant(&iter, field, &iter) &&
-	    BSON_ITER_HOLDS_UTF8(&iter))
-		value = bson_iter_utf8(&iter, &length);
-	if (value == NULL)
-		log_debug("lookup %s: no string field '%s': the file's ETag is used", lookup->mid,
-			  field);
-	else if (etag_from_field(lookup->etag, value, length) < 0)
-		log_warn("lookup %s: field '%s' is not an ETag (1 to %d letters, digits or "
-			 "+-./:=_~): the file's ETag is used",
-			 lookup->mid, field, ETAG_FIELD_VALUE_MAX);
-}
-
-/* The document has no path: its file is in GridFS if the GridFS field holds an ObjectId. */
+/* The document's file is in GridFS: its fs.files entry, the document itself or found by gridfs_id. */
 static void find_gridfs_file(struct track_lookup *lookup, const struct db_thread *thread,
-			     const mongoc_read_prefs_t *read_prefs, const bson_t *document)
+			     const mongoc_read_prefs_t *read_prefs, const bson_t *document,
+			     const bson_oid_t *gridfs_id)
 {
 	const struct config *config = lookup->config;
 	struct db_job *job = &lookup->job;
-	bson_iter_t iter;
-	job->status = LOOKUP_NO_PATH;
-	if (!bson_iter_init(&iter, document) ||
-	    !bson_iter_find_descendant(&iter, config->gridfs_field, &iter) ||
-	    !BSON_ITER_HOLDS_OID(&iter)) {
-		snprintf(job->detail, sizeof(job->detail),
-			 "field '%s' is missing and '%s' holds no ObjectId", config->path_field,
-			 config->gridfs_field);
-		return;
-	}
-	lookup->gridfs = malloc(sizeof(*lookup->gridfs));
-	if (lookup->gridfs == NULL) {
-		job->status = LOOKUP_FAILED;
-		snprintf(job->detail, sizeof(job->detail), "out of memory");
-		return;
-	}
+	struct gridfs_entry *file = &lookup->document.gridfs;
 	enum lookup_status status;
-	if (documents_are_files(config))
-		status = gridfs_store_parse_file(document, lookup->gridfs, job->detail,
-						 sizeof(job->detail));
+	if (strcmp(config->gridfs_field, "_id") == 0)
+		status = gridfs_store_parse_file(document, file, job->detail, sizeof(job->detail));
 	else
 		status = gridfs_store_find_file(thread->client, thread->database,
-						thread->gridfs_bucket, bson_iter_oid(&iter),
-						read_prefs, lookup->gridfs, job->detail,
-						sizeof(job->detail));
+						thread->gridfs_bucket, gridfs_id, read_prefs, file,
+						job->detail, sizeof(job->detail));
 	/* An entry missing or malformed leaves the document without a file to serve: 404. */
 	job->status = status == LOOKUP_FOUND	  ? LOOKUP_GRIDFS
 		      : status == LOOKUP_BAD_DATA ? LOOKUP_NO_PATH
 						  : status;
-	if (job->status != LOOKUP_GRIDFS) {
-		free(lookup->gridfs);
-		lookup->gridfs = NULL;
-	}
 }
 
-/* Fills the status, path (or gridfs), etag and detail from a found document. */
+/* Fills the status, the document and detail from a found document. */
 static void read_document(struct track_lookup *lookup, const struct db_thread *thread,
 			  const mongoc_read_prefs_t *read_prefs, const bson_t *document)
 {
-	const char *field = lookup->config->path_field;
 	struct db_job *job = &lookup->job;
-	bson_iter_t iter;
-	uint32_t length;
-	const char *path;
-	int has_path = bson_iter_init(&iter, document) &&
-		       bson_iter_find_descendant(&iter, field, &iter);
-	if (has_path && BSON_ITER_HOLDS_UTF8(&iter) && (path = bson_iter_utf8(&iter, &length)) &&
-	    length > 0 && strlen(path) == length && length < PATH_MAX) {
-		job->status = LOOKUP_FOUND;
-		lookup->path = strdup(path);
-		if (lookup->path == NULL) {
-			job->status = LOOKUP_FAILED;
-			snprintf(job->detail, sizeof(job->detail), "out of memory");
-		}
-		read_etag(lookup, document);
-	} else if (!has_path) {
-		find_gridfs_file(lookup, thread, read_prefs, document);
-	} else {
-		job->status = LOOKUP_NO_PATH;
-		snprintf(job->detail, sizeof(job->detail),
-			 "field '%s' is empty, not a string, holds a NUL or is %d bytes or longer",
-			 field, PATH_MAX);
-	}
+	bson_oid_t gridfs_id;
+	job->status = track_document_read(document, lookup->config, lookup->mid, &lookup->document,
+					  &gridfs_id, job->detail, sizeof(job->detail));
+	if (job->status == LOOKUP_GRIDFS)
+		find_gridfs_file(lookup, thread, read_prefs, document, &gridfs_id);
 }
 
-/* Frees a result a retry replaces. */
+/* Forgets a result a retry replaces. */
 static void forget_result(struct track_lookup *lookup)
 {
 	lookup->job.detail[0] = '\0';
-	free(lookup->path);
-	lookup->path = NULL;
-	free(lookup->gridfs);
-	lookup->gridfs = NULL;
 }
 
 /*
@@ -151,13 +80,7 @@ static bool find_once(struct track_lookup *lookup, const struct db_thread *threa
 	bson_oid_init_from_string(&oid, mid);
 	BSON_APPEND_OID(&filter, "_id", &oid);
 	BSON_APPEND_DOCUMENT_BEGIN(&options, "projection", &projection);
-	BSON_APPEND_INT32(&projection, config->path_field, 1);
-	if (config->etag_field != NULL)
-		BSON_APPEND_INT32(&projection, config->etag_field, 1);
-	if (documents_are_files(config))
-		gridfs_store_project(&projection);
-	else
-		BSON_APPEND_INT32(&projection, config->gridfs_field, 1);
+	track_document_project(&projection, config);
 	bson_append_document_end(&options, &projection);
 	BSON_APPEND_INT64(&options, "limit", 1);
 	BSON_APPEND_BOOL(&options, "singleBatch", true);
@@ -269,12 +192,4 @@ void find_track_delivered(const struct track_lookup *lookup, struct metrics_work
 	else if (!timed_out && lookup->job.status == LOOKUP_FAILED)
 		kind = METRICS_LOOKUP_ERROR;
 	metrics_lookup_finished(metrics, kind);
-}
-
-void find_track_release(struct track_lookup *lookup)
-{
-	free(lookup->path);
-	lookup->path = NULL;
-	free(lookup->gridfs);
-	lookup->gridfs = NULL;
 }

@@ -1,8 +1,8 @@
 /*
  * find_track: the findById. A track_lookup is a db_pool job that finds the
- * document {_id: ObjectId(mid)}, projected to the path field (and the ETag
- * and GridFS fields), and says what it holds: a path to a file, a file in
- * GridFS, or a data problem. A health probe is the same round trip for an id
+ * document {_id: ObjectId(mid)}, projected to what a track's document is read
+ * for (track_document.h), and says what it holds: a path to a file, a file
+ * in GridFS (whose entry it reads too), or a data problem. A health probe is the same round trip for an id
  * no document has.
  *
  * Reads go where the URI's read preference sends them (readPreference,
@@ -25,8 +25,7 @@
 #include "base/metrics.h"
 #include "config/config.h"
 #include "db/db_pool.h"
-#include "db/gridfs_entry.h"
-#include "http/etag.h"
+#include "db/track_document.h"
 #include "http/route.h"
 
 enum find_track_kind {
@@ -37,18 +36,15 @@ enum find_track_kind {
 /*
  * One lookup, owned by whoever submits it (a handler). Between
  * find_track_submit and the job's delivery only the pool touches it; the
- * result fields are valid once the delivery ran, and find_track_release frees
- * what they hold.
+ * document is valid once the delivery ran, when job.status is LOOKUP_FOUND
+ * or LOOKUP_GRIDFS.
  */
 struct track_lookup {
 	struct db_job job; /* job.status: what was found */
 	enum find_track_kind kind;
 	char mid[OBJECTID_HEX_LENGTH + 1];
 	const struct config *config; /* the fields to read; outlives the lookup */
-
-	char *path;		    /* malloc'd when LOOKUP_FOUND */
-	char etag[ETAG_MAX];	    /* with --etag-field and a valid value: the document's; else "" */
-	struct gridfs_entry *gridfs; /* malloc'd when LOOKUP_GRIDFS */
+	struct track_document document;
 };
 
 /*
@@ -75,8 +71,5 @@ void find_track_timed_out(struct metrics_worker *metrics);
  */
 void find_track_delivered(const struct track_lookup *lookup, struct metrics_worker *metrics,
 			  int timed_out);
-
-/* Frees what the result holds (path, gridfs); the lookup itself is the caller's. */
-void find_track_release(struct track_lookup *lookup);
 
 #endif

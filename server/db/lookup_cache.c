@@ -1,12 +1,11 @@
 /*
  * lookup_cache: LOOKUP_CACHE_SHARDS independent LRU tables, chosen by the
- * key's hash. Entries are stored by value (mid, a copy of the path and of
- * the document's ETag, or of the GridFS file's fields), so a hit copies them
- * out under the shard's lock and holds nothing after.
+ * key's hash. Entries are stored by value (mid, what was found, and the
+ * document packed in the entry's own allocation), so a hit copies it out
+ * under the shard's lock and holds nothing after.
  */
 #include "db/lookup_cache.h"
 
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,30 +20,12 @@
 #define LOOKUP_CACHE_SHARDS 64
 _Static_assert((LOOKUP_CACHE_SHARDS & (LOOKUP_CACHE_SHARDS - 1)) == 0, "lru_shard_for takes a power of two");
 
-/*
- * A GridFS entry's file in one allocation, its two texts packed after the
- * numbers (each shorter than GRIDFS_TEXT_MAX, so the size is bounded), not
- * struct gridfs_entry's two fixed GRIDFS_TEXT_MAX arrays.
- */
-struct cached_gridfs {
-	char id[OBJECTID_HEX_LENGTH + 1];
-	uint32_t chunk_size;
-	uint64_t length;
-	int64_t upload_date_ms;
-	size_t filename_at; /* text holds the content type, then at filename_at the filename */
-	char text[];
-};
-
-/* Exactly one of path and gridfs is set, or neither: a negative entry. */
 struct lookup_entry {
 	struct lru_node node;
 	char mid[OBJECTID_HEX_LENGTH + 1];
-	char *path;		       /* NULL for a negative or a GridFS entry; else in text */
-	size_t path_length;
-	char *etag;		       /* the document's ETag, in text; NULL for none (most libraries: no byte spent) */
-	struct cached_gridfs *gridfs; /* NULL unless the track is in GridFS */
-	int64_t stored_at;	       /* clock_coarse_seconds() of the put; counts for the TTL in force now */
-	char text[]; /* path and etag: in the entry's own allocation, so a hit reads one block */
+	enum lookup_status found; /* LOOKUP_FOUND, LOOKUP_GRIDFS, or LOOKUP_NOT_FOUND: no document */
+	int64_t stored_at;	  /* clock_coarse_seconds() of the put; counts for the TTL in force now */
+	unsigned char document[]; /* packed (track_document_pack): one block read by a hit */
 };
 
 struct lookup_cache {
@@ -71,17 +52,11 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 	return cache;
 }
 
-static void free_entry(struct lookup_entry *entry)
-{
-	free(entry->gridfs);
-	free(entry);
-}
-
 /* Removes an entry from its shard and frees it. Shard lock held (or the cache unshared). */
 static void remove_entry(struct lru_shard *shard, struct lru_node *node)
 {
 	lru_remove(&shard->table, node);
-	free_entry(lru_entry(node, struct lookup_entry, node));
+	free(lru_entry(node, struct lookup_entry, node));
 }
 
 void lookup_cache_free(struct lookup_cache *cache)
@@ -97,75 +72,39 @@ static struct lru_shard *shard_for(struct lookup_cache *cache, uint64_t hash)
 	return lru_shard_for(cache->shards, LOOKUP_CACHE_SHARDS, hash);
 }
 
-static void copy_gridfs_out(const struct cached_gridfs *cached, struct gridfs_entry *out)
-{
-	strcpy(out->id, cached->id);
-	out->length = cached->length;
-	out->chunk_size = cached->chunk_size;
-	out->upload_date_ms = cached->upload_date_ms;
-	/* Each shorter than its array: lookup_cache_put_gridfs keeps no other. */
-	strcpy(out->content_type, cached->text);
-	strcpy(out->filename, cached->text + cached->filename_at);
-}
-
-/* What a live entry answers, copied out (MISS: the caller has no room for it). Shard lock held. */
-static enum lookup_cache_result answer(const struct lookup_entry *entry, char *path_out,
-				       size_t path_size, char etag_out[ETAG_MAX],
-				       struct gridfs_entry *gridfs_out)
-{
-	if (entry->gridfs != NULL) {
-		if (gridfs_out == NULL)
-			return LOOKUP_CACHE_MISS;
-		copy_gridfs_out(entry->gridfs, gridfs_out);
-		return LOOKUP_CACHE_GRIDFS;
-	}
-	if (entry->path == NULL)
-		return LOOKUP_CACHE_NEGATIVE;
-	if (entry->path_length >= path_size)
-		return LOOKUP_CACHE_MISS;
-	memcpy(path_out, entry->path, entry->path_length + 1);
-	if (etag_out != NULL)
-		strcpy(etag_out, entry->etag ? entry->etag : "");
-	return LOOKUP_CACHE_HIT;
-}
-
-enum lookup_cache_result lookup_cache_get_track(struct lookup_cache *cache, const char *mid,
-						char *path_out, size_t path_size,
-						char etag_out[ETAG_MAX],
-						struct gridfs_entry *gridfs_out)
+bool lookup_cache_get(struct lookup_cache *cache, const char *mid, enum lookup_status *found,
+		      struct track_document *document)
 {
 	unsigned ttl = atomic_load_explicit(&cache->ttl, memory_order_relaxed);
 	unsigned negative_ttl = atomic_load_explicit(&cache->negative_ttl, memory_order_relaxed);
 	if (!cache->enabled || ttl == 0)
-		return LOOKUP_CACHE_MISS;
+		return false;
 	uint64_t hash = lru_hash(mid);
 	struct lru_shard *shard = shard_for(cache, hash);
-	enum lookup_cache_result result = LOOKUP_CACHE_MISS;
+	bool hit = false;
 
 	pthread_mutex_lock(&shard->lock);
 	struct lru_node *node = lru_find(&shard->table, mid, hash);
 	if (node != NULL) {
 		struct lookup_entry *entry = lru_entry(node, struct lookup_entry, node);
-		int64_t lifetime = entry->path || entry->gridfs ? ttl : negative_ttl;
+		int64_t lifetime = entry->found != LOOKUP_NOT_FOUND ? ttl : negative_ttl;
 		if (entry->stored_at + lifetime <= clock_coarse_seconds()) {
 			remove_entry(shard, node);
 		} else {
-			result = answer(entry, path_out, path_size, etag_out, gridfs_out);
-			if (result == LOOKUP_CACHE_HIT || result == LOOKUP_CACHE_GRIDFS)
+			hit = true;
+			*found = entry->found;
+			if (entry->found != LOOKUP_NOT_FOUND) {
+				track_document_unpack(entry->document, document);
 				lru_touch(&shard->table, node);
+			}
 		}
 	}
-	if (result == LOOKUP_CACHE_MISS)
-		shard->stats.misses++;
-	else
+	if (hit)
 		shard->stats.hits++;
+	else
+		shard->stats.misses++;
 	pthread_mutex_unlock(&shard->lock);
-	return result;
-}
-
-void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path)
-{
-	lookup_cache_put_tagged(cache, mid, path, NULL);
+	return hit;
 }
 
 /* Whether an entry of this kind (negative or not) would be kept at all now. */
@@ -189,58 +128,28 @@ static void insert(struct lookup_cache *cache, const char *mid, struct lookup_en
 					    remove_entry);
 	pthread_mutex_unlock(&shard->lock);
 	if (!kept)
-		free_entry(entry); /* every other shard busy this instant: this answer is not kept */
+		free(entry); /* every other shard busy this instant: this answer is not kept */
 }
 
-void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
-			     const char *etag)
+void lookup_cache_put(struct lookup_cache *cache, const char *mid, enum lookup_status found,
+		      const struct track_document *document)
 {
-	if (etag != NULL && strlen(etag) >= ETAG_MAX)
-		return; /* not an ETag etag_from_field or etag_format made: not kept */
-	if (path != NULL && strnlen(path, PATH_MAX) >= PATH_MAX)
-		return; /* no file has such a path: not kept, whatever a document says */
-	if (!keeps(cache, path == NULL))
+	size_t size = 0;
+	if (found == LOOKUP_FOUND || found == LOOKUP_GRIDFS) {
+		size = track_document_packed_size(document);
+		if (size == 0)
+			return; /* not a document track_document_read made: not kept */
+	} else if (found != LOOKUP_NOT_FOUND) {
+		return; /* an error: asked again next time */
+	}
+	if (!keeps(cache, found == LOOKUP_NOT_FOUND))
 		return;
-	size_t path_size = path != NULL ? strlen(path) + 1 : 0;
-	size_t etag_size = path != NULL && etag != NULL && etag[0] != '\0' ? strlen(etag) + 1 : 0;
-	struct lookup_entry *entry = calloc(1, sizeof(*entry) + path_size + etag_size);
+	struct lookup_entry *entry = calloc(1, sizeof(*entry) + size);
 	if (entry == NULL)
 		return;
-	if (path_size > 0) {
-		entry->path = memcpy(entry->text, path, path_size);
-		entry->path_length = path_size - 1;
-	}
-	if (etag_size > 0)
-		entry->etag = memcpy(entry->text + path_size, etag, etag_size);
-	insert(cache, mid, entry);
-}
-
-void lookup_cache_put_gridfs(struct lookup_cache *cache, const char *mid,
-			     const struct gridfs_entry *file)
-{
-	size_t type_length = strnlen(file->content_type, sizeof(file->content_type));
-	size_t name_length = strnlen(file->filename, sizeof(file->filename));
-	size_t id_length = strnlen(file->id, sizeof(file->id));
-	if (type_length == sizeof(file->content_type) || name_length == sizeof(file->filename) ||
-	    id_length == sizeof(file->id) || !keeps(cache, 0))
-		return; /* unterminated: not a file gridfs_store read */
-	struct lookup_entry *entry = calloc(1, sizeof(*entry));
-	if (entry == NULL)
-		return;
-	struct cached_gridfs *cached =
-		malloc(sizeof(*cached) + type_length + 1 + name_length + 1);
-	if (cached == NULL) {
-		free_entry(entry);
-		return;
-	}
-	memcpy(cached->id, file->id, id_length + 1);
-	cached->chunk_size = file->chunk_size;
-	cached->length = file->length;
-	cached->upload_date_ms = file->upload_date_ms;
-	cached->filename_at = type_length + 1;
-	memcpy(cached->text, file->content_type, type_length + 1);
-	memcpy(cached->text + cached->filename_at, file->filename, name_length + 1);
-	entry->gridfs = cached;
+	entry->found = found;
+	if (size > 0)
+		track_document_pack(document, entry->document);
 	insert(cache, mid, entry);
 }
 

@@ -1,12 +1,14 @@
 /*
- * lookup_cache: mid -> path (and the document's ETag, with --etag-field), or
- * mid -> the GridFS file (its fs.files entry's fields: GridFS files never
- * change under their _id), shared by every worker, so that a warm request
- * makes no database round trip. Bounded in entries (a full cache evicts the
- * least recently used entry of the new entry's shard, or of another shard
- * when that one is empty), entries live for a TTL, and "no such document" is
- * remembered too, for a shorter TTL. Database errors are never cached. Split
- * into independently locked shards so workers do not contend on one lock.
+ * lookup_cache: mid -> what the track's document yields (track_document.h:
+ * its file's path or GridFS entry, and the fields an answer takes from it),
+ * or "no such document", shared by every worker, so that a warm request makes
+ * no database round trip. Bounded in entries (a full cache evicts the least
+ * recently used entry of the new entry's shard, or of another shard when that
+ * one is empty), entries live for a TTL, and "no such document" is remembered
+ * too, for a shorter TTL. Database errors are never cached (GridFS files
+ * never change under their _id, so their entries are as good as a path's).
+ * Split into independently locked shards so workers do not contend on one
+ * lock.
  *
  * Together with file_cache (path -> size, mtime, ETag, type and the open
  * file) it answers mid -> everything a response needs.
@@ -14,21 +16,14 @@
 #ifndef MUSICD_LOOKUP_CACHE_H
 #define MUSICD_LOOKUP_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
-#include "db/gridfs_entry.h"
 #include "base/lru.h"
-#include "http/etag.h"
+#include "db/lookup_status.h"
+#include "db/track_document.h"
 
 struct lookup_cache;
-
-enum lookup_cache_result {
-	LOOKUP_CACHE_MISS,
-	LOOKUP_CACHE_HIT,      /* a path on disk */
-	LOOKUP_CACHE_NEGATIVE, /* no such document */
-	LOOKUP_CACHE_GRIDFS,   /* a GridFS file: lookup_cache_get_track only */
-};
 
 /* max_entries 0 or ttl_seconds 0 disables the cache (every call misses). */
 struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
@@ -36,35 +31,21 @@ struct lookup_cache *lookup_cache_new(size_t max_entries, unsigned ttl_seconds,
 void lookup_cache_free(struct lookup_cache *cache);
 
 /*
- * Remembers mid -> path (path NULL: no such document) until its TTL passes. A
- * path of PATH_MAX bytes or more names no file that can be opened and is not
- * kept: what an entry holds is bounded (find_track.c refuses such a path
- * first; this is the cache's own promise).
+ * Remembers what a lookup of mid found, until its TTL passes: a document
+ * (found LOOKUP_FOUND or LOOKUP_GRIDFS, copied: packed, its texts by their
+ * length), or no such document (LOOKUP_NOT_FOUND: document is not read). Any
+ * other status is an error, never kept; so is a document whose texts are
+ * not terminated within their arrays.
  */
-void lookup_cache_put(struct lookup_cache *cache, const char *mid, const char *path);
-
-/* As lookup_cache_put, with the document's ETag (quoted; NULL or "": none) kept beside the path. */
-void lookup_cache_put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
-			     const char *etag);
+void lookup_cache_put(struct lookup_cache *cache, const char *mid, enum lookup_status found,
+		      const struct track_document *document);
 
 /*
- * Remembers mid -> file (a GridFS track) until the TTL of found paths passes;
- * a file whose texts do not fit struct gridfs_entry is not kept.
+ * True when mid is remembered: *found is what was found, and the document is
+ * copied into document for LOOKUP_FOUND and LOOKUP_GRIDFS.
  */
-void lookup_cache_put_gridfs(struct lookup_cache *cache, const char *mid,
-			     const struct gridfs_entry *file);
-
-/*
- * HIT copies the path into path_out (a path that does not fit counts as a
- * miss) and, when etag_out is not NULL, the document's ETag ("" for none).
- * A GridFS entry answers LOOKUP_CACHE_GRIDFS with its file copied into
- * gridfs_out (path_out and etag_out untouched), or MISS when gridfs_out is
- * NULL. NEGATIVE: no such document.
- */
-enum lookup_cache_result lookup_cache_get_track(struct lookup_cache *cache, const char *mid,
-						char *path_out, size_t path_size,
-						char etag_out[ETAG_MAX],
-						struct gridfs_entry *gridfs_out);
+bool lookup_cache_get(struct lookup_cache *cache, const char *mid, enum lookup_status *found,
+		      struct track_document *document);
 
 /*
  * New TTLs (a reload), from any thread: they count from each entry's put, so

@@ -10,7 +10,6 @@
 
 #include "http/chars.h"
 
-#define TRACK_PREFIX "/musicdb/"
 /* The longest extension the fallback name keeps (".flac", ".opus" ...). */
 #define EXTENSION_MAX 16
 
@@ -40,43 +39,6 @@ static void put(struct writer *w, const char *text, size_t length)
 static void put_byte(struct writer *w, char c)
 {
 	put(w, &c, 1);
-}
-
-static size_t path_length(const char *target)
-{
-	return strcspn(target, "?#");
-}
-
-int disposition_requested(const char *target)
-{
-	const char *param = target + path_length(target);
-	if (*param != '?')
-		return 0;
-	param++;
-	while (*param != '\0' && *param != '#') {
-		size_t length = strcspn(param, "&#");
-		size_t name_length = strcspn(param, "=&#"); /* never past length */
-		if (name_length == strlen("download") && memcmp(param, "download", name_length) == 0)
-			return 1;
-		param += length;
-		if (*param == '&')
-			param++;
-	}
-	return 0;
-}
-
-/* :param of /musicdb/:mid/:param, as sent; NULL when the target has none. */
-static const char *find_param(const char *target, size_t *length)
-{
-	size_t path = path_length(target);
-	size_t prefix = strlen(TRACK_PREFIX);
-	if (path <= prefix || strncmp(target, TRACK_PREFIX, prefix) != 0)
-		return NULL;
-	const char *slash = memchr(target + prefix, '/', path - prefix);
-	if (slash == NULL || slash + 1 == target + path)
-		return NULL;
-	*length = (size_t)(target + path - (slash + 1));
-	return slash + 1;
 }
 
 /* Percent-decodes text into name; -1 for a malformed escape or a name too long. */
@@ -250,12 +212,10 @@ static void put_extended(struct writer *w, const struct name *name)
 	}
 }
 
-size_t disposition_value(const char *target, const char *id, const char *file_path, char *out,
-			 size_t out_size)
+size_t disposition_value(const char *param, size_t param_length, const char *id,
+			 const char *file_path, char *out, size_t out_size)
 {
 	struct name name;
-	size_t param_length = 0;
-	const char *param = find_param(target, &param_length);
 	if (param == NULL || percent_decode(param, param_length, &name) < 0 || sanitise(&name) < 0)
 		fallback_name(id, file_path, &name);
 

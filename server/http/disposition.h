@@ -1,6 +1,6 @@
 /*
- * disposition: Content-Disposition for ?download (RFC 6266), from the name
- * the URL gives in :param. Pure.
+ * disposition: Content-Disposition for ?download (RFC 6266, route.h says
+ * whether it is asked for), from the name the URL gives in :param. Pure.
  *
  *   /musicdb/:mid/:param?download   attachment named :param, percent-decoded
  *   /musicdb/:mid/:param            no Content-Disposition
@@ -24,19 +24,13 @@
 	(sizeof("attachment; filename=\"\"; filename*=UTF-8''") + 4 * DISPOSITION_NAME_MAX)
 
 /*
- * True when the target's query holds a parameter named "download" (with any
- * value or none: "?download", "?download=1", "?a=b&download"). Other
- * parameters mean nothing to musicd.
+ * Writes the Content-Disposition value for a download into out: the name
+ * from param[0..param_length) (a track route's :param, route.h, as sent), or
+ * id and file_path's extension when param is NULL or cannot be a name.
+ * Returns its length, or 0 when out_size is too small (DISPOSITION_VALUE_MAX
+ * always suffices).
  */
-int disposition_requested(const char *target);
-
-/*
- * Writes the Content-Disposition value for a download of target (a track
- * route target, /musicdb/:mid/:param...) into out: the name from :param, or
- * id and file_path's extension when :param cannot be one. Returns its length,
- * or 0 when out_size is too small (DISPOSITION_VALUE_MAX always suffices).
- */
-size_t disposition_value(const char *target, const char *id, const char *file_path, char *out,
-			 size_t out_size);
+size_t disposition_value(const char *param, size_t param_length, const char *id,
+			 const char *file_path, char *out, size_t out_size);
 
 #endif

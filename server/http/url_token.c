@@ -17,9 +17,7 @@
 #define FIELD_SEPARATOR '~'
 #define ACL_SEPARATOR '!'
 #define HMAC_FIELD "~hmac="
-#define TRACK_ACL_PREFIX "/musicdb/"
 #define TRACK_ACL_SUFFIX "/*"
-#define MID_LENGTH 24
 
 static const char *const verdict_words[URL_TOKEN_VERDICT_COUNT] = {
 	[URL_TOKEN_VALID] = "valid",
@@ -34,35 +32,6 @@ static const char *const verdict_words[URL_TOKEN_VERDICT_COUNT] = {
 const char *url_token_verdict_words(enum url_token_verdict verdict)
 {
 	return verdict < URL_TOKEN_VERDICT_COUNT ? verdict_words[verdict] : "malformed";
-}
-
-enum url_token_presence url_token_find(const char *target, const char *name, const char **value,
-				       size_t *length)
-{
-	size_t path = strcspn(target, "?#");
-	if (target[path] != '?')
-		return URL_TOKEN_ABSENT;
-	const char *query = target + path + 1;
-	size_t query_length = strcspn(query, "#");
-	size_t name_length = strlen(name);
-	enum url_token_presence presence = URL_TOKEN_ABSENT;
-
-	for (size_t at = 0; at <= query_length;) {
-		size_t parameter = strcspn(query + at, "&#");
-		if (at + parameter > query_length)
-			parameter = query_length - at;
-		const char *equals = memchr(query + at, '=', parameter);
-		size_t key_length = equals ? (size_t)(equals - (query + at)) : parameter;
-		if (key_length == name_length && memcmp(query + at, name, name_length) == 0) {
-			if (presence == URL_TOKEN_PRESENT)
-				return URL_TOKEN_TWICE;
-			presence = URL_TOKEN_PRESENT;
-			*value = equals ? equals + 1 : query + at + parameter;
-			*length = equals ? parameter - key_length - 1 : 0;
-		}
-		at += parameter + 1;
-	}
-	return presence;
 }
 
 /* Cursor over the token text: each field is taken off the front. */
@@ -277,22 +246,20 @@ bool url_token_covers(const struct url_token *token, const char *mid)
 	return false;
 }
 
-enum url_token_verdict url_token_check(const char *target, const char *name,
+enum url_token_verdict url_token_check(const struct query_parameter *found,
 				       const struct url_keys *keys, int64_t now, unsigned leeway,
 				       const char *mid)
 {
-	const char *value = NULL;
-	size_t length = 0;
 	struct url_token token;
-	switch (url_token_find(target, name, &value, &length)) {
-	case URL_TOKEN_ABSENT:
+	switch (found->presence) {
+	case QUERY_ABSENT:
 		return URL_TOKEN_MISSING;
-	case URL_TOKEN_TWICE:
+	case QUERY_TWICE:
 		return URL_TOKEN_MALFORMED;
-	case URL_TOKEN_PRESENT:
+	case QUERY_ONCE:
 		break;
 	}
-	if (url_token_parse(value, length, &token) < 0)
+	if (url_token_parse(found->value, found->length, &token) < 0)
 		return URL_TOKEN_MALFORMED;
 	if (!url_token_signed_by(&token, keys))
 		return URL_TOKEN_BAD_SIGNATURE;
@@ -307,7 +274,7 @@ enum url_token_verdict url_token_check(const char *target, const char *name,
 
 void url_token_track_acl(const char *mid, char out[URL_TOKEN_ACL_SIZE])
 {
-	snprintf(out, URL_TOKEN_ACL_SIZE, "%s%.*s%s", TRACK_ACL_PREFIX, MID_LENGTH, mid,
+	snprintf(out, URL_TOKEN_ACL_SIZE, "%s%.*s%s", ROUTE_TRACK_PREFIX, OBJECTID_HEX_LENGTH, mid,
 		 TRACK_ACL_SUFFIX);
 }
 
@@ -361,12 +328,16 @@ size_t url_token_sign_url(const struct url_key *key, const char *url, const char
 	url_token_track_acl(route.mid, acl);
 	if (url_token_sign(key, acl, -1, expires, token, sizeof(token)) == 0)
 		return 0;
-	/* A new parameter: after the query's '?' when it is empty, after an '&' that ends it. */
-	size_t before_fragment = strcspn(url, "#");
-	const char *query = memchr(url, '?', before_fragment);
-	const char *last = url + before_fragment - 1;
-	const char *separator = query == NULL ? "?" : last == query || *last == '&' ? "" : "&";
-	int written = snprintf(out, size, "%.*s%s%s=%s%s", (int)before_fragment, url, separator,
-			       parameter, token, url + before_fragment);
+	/*
+	 * A new parameter at the query's end (before a fragment): after its '?' when it
+	 * is empty, after an '&' that ends it.
+	 */
+	const char *query_end = route.query != NULL ? route.query + route.query_length
+						    : path + route.path_length;
+	const char *separator = route.query == NULL					 ? "?"
+				: route.query_length == 0 || query_end[-1] == '&' ? ""
+										 : "&";
+	int written = snprintf(out, size, "%.*s%s%s=%s%s", (int)(query_end - url), url, separator,
+			       parameter, token, query_end);
 	return written < 0 || (size_t)written >= size ? 0 : (size_t)written;
 }

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/route.h"
+
 /* The query parameter a token travels in unless --url-signing-parameter says otherwise. */
 #define URL_TOKEN_DEFAULT_PARAMETER "__token__"
 /* The longest token accepted, in bytes. */
@@ -103,19 +105,6 @@ struct url_token {
 	unsigned char hmac[URL_TOKEN_HMAC_BYTES];
 };
 
-enum url_token_presence {
-	URL_TOKEN_ABSENT,
-	URL_TOKEN_PRESENT, /* *value, *length: its value as sent (possibly empty) */
-	URL_TOKEN_TWICE,   /* the parameter is given more than once */
-};
-
-/*
- * Finds parameter name in target's query (after the first '?' of the path,
- * up to '#'; parameters separated by '&'), compared byte for byte.
- */
-enum url_token_presence url_token_find(const char *target, const char *name, const char **value,
-				       size_t *length);
-
 /* Parses text[0..length) by the grammar: 0 and *token filled, or -1. */
 int url_token_parse(const char *text, size_t length, struct url_token *token);
 
@@ -127,16 +116,17 @@ bool url_token_covers(const struct url_token *token, const char *mid);
 
 /*
  * The whole check of a request for track mid (lower-case, as route.h gives
- * it): the token found in target's parameter name, parsed, its signature
- * checked against keys, then its times against now with leeway seconds each
- * way, then its acl. The first failure is the verdict.
+ * it) carrying found (its query's token parameter, route_query_find): the
+ * token parsed, its signature checked against keys, then its times against
+ * now with leeway seconds each way, then its acl. The first failure is the
+ * verdict.
  */
-enum url_token_verdict url_token_check(const char *target, const char *name,
+enum url_token_verdict url_token_check(const struct query_parameter *found,
 				       const struct url_keys *keys, int64_t now, unsigned leeway,
 				       const char *mid);
 
 /* The acl of one track, "/musicdb/<mid>/" "*", into out (at least URL_TOKEN_ACL_SIZE bytes). */
-#define URL_TOKEN_ACL_SIZE sizeof("/musicdb/0123456789abcdef01234567/*")
+#define URL_TOKEN_ACL_SIZE (sizeof(ROUTE_TRACK_PREFIX) + OBJECTID_HEX_LENGTH + sizeof("/*") - 1)
 void url_token_track_acl(const char *mid, char out[URL_TOKEN_ACL_SIZE]);
 
 /*

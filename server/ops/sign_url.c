@@ -47,7 +47,7 @@ int sign_url_print(const struct config *config)
 	if (length == 0) {
 		fprintf(stderr,
 			"musicd: --sign-url: '%.256s' is neither a track's URL or path "
-			"(/musicdb/<24 hex digits>/<name>) nor an id (24 hex digits), or is too long\n",
+			"(" ROUTE_TRACK_PREFIX "<24 hex digits>/<name>) nor an id (24 hex digits), or is too long\n",
 			target);
 	} else {
 		printf("%s\n", signed_url);

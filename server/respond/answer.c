@@ -12,26 +12,16 @@
 
 #include "base/log.h"
 #include "http/cors.h"
-#include "http/route.h"
-
-int answer_cors_applies(const struct exchange *exchange)
-{
-	const struct config *config = exchange_config(exchange);
-	if (cors_mode(config->cors_origins, config->cors_origin_count) == CORS_OFF)
-		return 0;
-	enum route_kind kind = route_parse(exchange_target(exchange)).kind;
-	return kind == ROUTE_TRACK || kind == ROUTE_BAD_ID;
-}
 
 /* The CORS fields of an answer of this kind, when they apply, and the reason phrase. */
-static void finish_head(struct exchange *exchange, struct response_head *head,
+static void finish_head(const struct request *request, struct response_head *head,
 			enum cors_answer kind)
 {
-	if (answer_cors_applies(exchange)) {
-		const struct config *config = exchange_config(exchange);
+	if (request->cors) {
+		const struct config *config = request->config;
 		struct response_field fields[CORS_FIELDS_MAX];
 		size_t count = cors_fields(config->cors_origins, config->cors_origin_count,
-					   exchange_header(exchange, "Origin"), kind, fields);
+					   request->origin, kind, fields);
 		for (size_t i = 0; i < count; i++) {
 			if (response_head_add(head, fields[i].name, fields[i].value) < 0)
 				log_error("response head has no room for %s", fields[i].name);
@@ -40,17 +30,22 @@ static void finish_head(struct exchange *exchange, struct response_head *head,
 	head->reason = response_reason(head->status);
 }
 
-void answer_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
-		 exchange_fill_cb fill, const void *context)
+void answer_send(struct exchange *exchange, const struct request *request,
+		 struct response_head *head, uint64_t body_length, exchange_fill_cb fill,
+		 const void *context)
 {
-	finish_head(exchange, head, CORS_ACTUAL);
+	if (!exchange_can_respond(exchange))
+		return; /* the request's fields may be gone with the client */
+	finish_head(request, head, CORS_ACTUAL);
 	exchange_send(exchange, head, body_length, fill, context);
 }
 
-int answer_stream_start(struct exchange *exchange, struct response_head *head,
-			uint64_t body_length)
+int answer_stream_start(struct exchange *exchange, const struct request *request,
+			struct response_head *head, uint64_t body_length)
 {
-	finish_head(exchange, head, CORS_ACTUAL);
+	if (!exchange_can_respond(exchange))
+		return -1;
+	finish_head(request, head, CORS_ACTUAL);
 	return exchange_stream_start(exchange, head, body_length);
 }
 
@@ -80,26 +75,28 @@ static struct response_head text_head(int status, const struct text_body *text)
 	};
 }
 
-void answer_body(struct exchange *exchange, int status, const char *content_type,
-		 const char *body, size_t length)
+void answer_body(struct exchange *exchange, const struct request *request, int status,
+		 const char *content_type, const char *body, size_t length)
 {
 	struct text_body text = {body, length};
 	struct response_head head = text_head(status, &text);
 	head.content_type = content_type;
-	answer_send(exchange, &head, text.length, fill_text, &text);
+	answer_send(exchange, request, &head, text.length, fill_text, &text);
 }
 
-void answer_text(struct exchange *exchange, int status, const char *body)
+void answer_text(struct exchange *exchange, const struct request *request, int status,
+		 const char *body)
 {
-	answer_body(exchange, status, "text/plain; charset=utf-8", body, strlen(body));
+	answer_body(exchange, request, status, "text/plain; charset=utf-8", body, strlen(body));
 }
 
 /*
  * An error under this Cache-Control (NULL: none), with one more field when
  * name is not NULL, and why in its line when why is not NULL.
  */
-static void error_answer(struct exchange *exchange, int status, const char *cache_control,
-			 const char *name, const char *value, const char *why)
+static void error_answer(struct exchange *exchange, const struct request *request, int status,
+			 const char *cache_control, const char *name, const char *value,
+			 const char *why)
 {
 	char body[RESPONSE_ERROR_BODY_SIZE];
 	struct text_body text = {body, response_error_body(body, status, why)};
@@ -108,47 +105,51 @@ static void error_answer(struct exchange *exchange, int status, const char *cach
 		response_head_add(&head, "Cache-Control", cache_control);
 	if (name != NULL)
 		response_head_add(&head, name, value);
-	answer_send(exchange, &head, text.length, fill_text, &text);
+	answer_send(exchange, request, &head, text.length, fill_text, &text);
 }
 
-void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value)
+void answer_error_with(struct exchange *exchange, const struct request *request, int status,
+		       const char *name, const char *value)
 {
-	error_answer(exchange, status, exchange_config(exchange)->error_cache_control, name, value,
+	error_answer(exchange, request, status, request->config->error_cache_control, name, value,
 		     NULL);
 }
 
-void answer_bad_request(struct exchange *exchange, const char *why)
+void answer_bad_request(struct exchange *exchange, const struct request *request,
+			const char *why)
 {
-	error_answer(exchange, 400, exchange_config(exchange)->error_cache_control, NULL, NULL,
-		     why);
+	error_answer(exchange, request, 400, request->config->error_cache_control, NULL, NULL, why);
 }
 
-void answer_forbidden(struct exchange *exchange)
+void answer_forbidden(struct exchange *exchange, const struct request *request)
 {
 	/* Whatever --error-cache-control says: a cache must not answer the next token with it. */
-	error_answer(exchange, 403, "no-store", NULL, NULL, NULL);
+	error_answer(exchange, request, 403, "no-store", NULL, NULL, NULL);
 }
 
-void answer_error(struct exchange *exchange, int status)
+void answer_error(struct exchange *exchange, const struct request *request, int status)
 {
 	if (status == 405)
-		answer_error_with(exchange, status, "Allow",
-				  answer_cors_applies(exchange) ? CORS_ALLOW_METHODS
-								: ROUTE_ALLOWED_METHODS);
+		answer_error_with(exchange, request, status, "Allow",
+				  request->cors ? CORS_ALLOW_METHODS : ROUTE_ALLOWED_METHODS);
 	else if (status == 503)
-		answer_error_with(exchange, status, "Retry-After", ANSWER_RETRY_AFTER_SECONDS);
+		answer_error_with(exchange, request, status, "Retry-After",
+				  ANSWER_RETRY_AFTER_SECONDS);
 	else if (status == 429)
-		answer_error_with(exchange, status, "Retry-After", ANSWER_STREAMS_RETRY_AFTER_SECONDS);
+		answer_error_with(exchange, request, status, "Retry-After",
+				  ANSWER_STREAMS_RETRY_AFTER_SECONDS);
 	else
-		answer_error_with(exchange, status, NULL, NULL);
+		answer_error_with(exchange, request, status, NULL, NULL);
 }
 
-void answer_options(struct exchange *exchange, int preflight)
+void answer_options(struct exchange *exchange, const struct request *request)
 {
+	if (!exchange_can_respond(exchange))
+		return;
 	/* No body, and so no Content-Length (RFC 9110: a 204 has none). */
 	struct response_head head = {.status = 204};
 	response_head_add(&head, "Allow", CORS_ALLOW_METHODS);
-	finish_head(exchange, &head, preflight ? CORS_PREFLIGHT : CORS_ACTUAL);
+	finish_head(request, &head, request_is_preflight(request) ? CORS_PREFLIGHT : CORS_ACTUAL);
 	exchange_send(exchange, &head, 0, NULL, NULL);
 }
 
@@ -156,13 +157,12 @@ void answer_options(struct exchange *exchange, int preflight)
 static const struct {
 	int status;
 	enum log_level level;
-	const char *words;
 } failures[] = {
-	[LOOKUP_NOT_FOUND] = {404, LOG_LEVEL_DEBUG, "no such document"},
-	[LOOKUP_NO_PATH] = {404, LOG_LEVEL_WARN, "data problem"},
-	[LOOKUP_BAD_DATA] = {500, LOG_LEVEL_ERROR, "data error"},
-	[LOOKUP_UNAVAILABLE] = {503, LOG_LEVEL_WARN, "database unavailable"},
-	[LOOKUP_FAILED] = {500, LOG_LEVEL_ERROR, "database error"},
+	[LOOKUP_NOT_FOUND] = {404, LOG_LEVEL_DEBUG},
+	[LOOKUP_NO_PATH] = {404, LOG_LEVEL_WARN},
+	[LOOKUP_BAD_DATA] = {500, LOG_LEVEL_ERROR},
+	[LOOKUP_UNAVAILABLE] = {503, LOG_LEVEL_WARN},
+	[LOOKUP_FAILED] = {500, LOG_LEVEL_ERROR},
 };
 
 static int is_failure(enum lookup_status status)
@@ -177,20 +177,21 @@ int answer_status_of_lookup(enum lookup_status status)
 	return is_failure(status) ? failures[status].status : 500;
 }
 
-void answer_lookup_failure(struct exchange *exchange, const char *what, enum lookup_status status,
-			   const char *detail)
+void answer_lookup_failure(struct exchange *exchange, const struct request *request,
+			   const char *what, enum lookup_status status, const char *detail)
 {
 	if (is_failure(status))
-		log_msg(failures[status].level, "%s: %s%s%s", what, failures[status].words,
+		log_msg(failures[status].level, "%s: %s%s%s", what, lookup_status_describe(status),
 			detail[0] ? ": " : "", detail);
 	else
 		log_error("%s: %s answered as a failure", what, lookup_status_describe(status));
-	answer_error(exchange, answer_status_of_lookup(status));
+	answer_error(exchange, request, answer_status_of_lookup(status));
 }
 
-void answer_lookup_timeout(struct exchange *exchange, const char *what)
+void answer_lookup_timeout(struct exchange *exchange, const struct request *request,
+			   const char *what)
 {
 	log_warn("%s: database did not answer within %u ms", what,
-		 exchange_config(exchange)->lookup_timeout_ms);
-	answer_error(exchange, 503);
+		 request->config->lookup_timeout_ms);
+	answer_error(exchange, request, 503);
 }

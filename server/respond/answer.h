@@ -8,8 +8,9 @@
  * Retry-After. What a database job that found nothing usable means to a
  * client (404, 500 or 503) is decided here once, for tracks, GridFS reads
  * and probes alike, with its log line. Answers about a track's bytes are
- * file_answer.h's. Each function answers only while the exchange can still
- * respond, and does nothing otherwise.
+ * file_answer.h's. Each function answers request only while the exchange
+ * can still respond, and does nothing otherwise (then it reads nothing of
+ * request either: its texts may be gone with the client).
  */
 #ifndef MUSICD_ANSWER_H
 #define MUSICD_ANSWER_H
@@ -18,6 +19,7 @@
 
 #include "db/lookup_status.h"
 #include "http/response_head.h"
+#include "respond/request.h"
 #include "wire/exchange.h"
 
 /* The seconds a 503 asks clients to wait before retrying. */
@@ -26,51 +28,52 @@
 #define ANSWER_STREAMS_RETRY_AFTER_SECONDS "1"
 
 /* Sends head (status and fields set) with body_length bytes from fill: the exit of every answer. */
-void answer_send(struct exchange *exchange, struct response_head *head, uint64_t body_length,
-		 exchange_fill_cb fill, const void *context);
+void answer_send(struct exchange *exchange, const struct request *request,
+		 struct response_head *head, uint64_t body_length, exchange_fill_cb fill,
+		 const void *context);
 
 /* The same for a body streamed as it arrives: exchange_stream_start's 0, 1 or -1. */
-int answer_stream_start(struct exchange *exchange, struct response_head *head,
-			uint64_t body_length);
+int answer_stream_start(struct exchange *exchange, const struct request *request,
+			struct response_head *head, uint64_t body_length);
 
 /*
- * True when this request's answers carry CORS headers: --cors-origin is on and
- * the target is the track route (a valid :mid or not). Every answer then
- * carries them, errors included; 405 then allows OPTIONS too.
+ * status with a one-line text/plain body ("404 Not Found"); 503 and 429 with
+ * Retry-After; 405 with Allow (OPTIONS too where the request's answers carry
+ * CORS fields: every answer then carries them, errors included).
  */
-int answer_cors_applies(const struct exchange *exchange);
-
-/* status with a one-line text/plain body ("404 Not Found"); 503 and 429 with Retry-After. */
-void answer_error(struct exchange *exchange, int status);
+void answer_error(struct exchange *exchange, const struct request *request, int status);
 
 /* The same with one more field (416's Content-Range). */
-void answer_error_with(struct exchange *exchange, int status, const char *name, const char *value);
+void answer_error_with(struct exchange *exchange, const struct request *request, int status,
+		       const char *name, const char *value);
 
 /*
  * 400 saying why in its one line ("400 Bad Request: " why): a fixed text,
  * never the client's bytes.
  */
-void answer_bad_request(struct exchange *exchange, const char *why);
+void answer_bad_request(struct exchange *exchange, const struct request *request,
+			const char *why);
 
 /*
  * 403 for a request its signed-URL token does not admit, always with
  * Cache-Control: no-store (--error-cache-control notwithstanding).
  */
-void answer_forbidden(struct exchange *exchange);
+void answer_forbidden(struct exchange *exchange, const struct request *request);
 
 /* A short text/plain answer with body. */
-void answer_text(struct exchange *exchange, int status, const char *body);
+void answer_text(struct exchange *exchange, const struct request *request, int status,
+		 const char *body);
 
 /* status with length bytes of body (copied) as content_type: a body formatted here (a scrape). */
-void answer_body(struct exchange *exchange, int status, const char *content_type,
-		 const char *body, size_t length);
+void answer_body(struct exchange *exchange, const struct request *request, int status,
+		 const char *content_type, const char *body, size_t length);
 
 /*
  * 204 to an OPTIONS on the track route with CORS on: Allow, and the preflight's
- * Access-Control-Allow-* fields when preflight (Origin and
- * Access-Control-Request-Method were sent), else an actual answer's.
+ * Access-Control-Allow-* fields for a preflight (request_is_preflight), else
+ * an actual answer's.
  */
-void answer_options(struct exchange *exchange, int preflight);
+void answer_options(struct exchange *exchange, const struct request *request);
 
 /*
  * The HTTP status for what a database job found, when that is not a result
@@ -84,10 +87,11 @@ int answer_status_of_lookup(enum lookup_status status);
  * Answers that status and logs it once, at the level it deserves: what is
  * "mid=<mid>" or a probe's name, detail the job's reason.
  */
-void answer_lookup_failure(struct exchange *exchange, const char *what, enum lookup_status status,
-			   const char *detail);
+void answer_lookup_failure(struct exchange *exchange, const struct request *request,
+			   const char *what, enum lookup_status status, const char *detail);
 
 /* The lookup deadline passed first: 503, logged. */
-void answer_lookup_timeout(struct exchange *exchange, const char *what);
+void answer_lookup_timeout(struct exchange *exchange, const struct request *request,
+			   const char *what);
 
 #endif

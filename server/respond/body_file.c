@@ -84,17 +84,18 @@ static uint64_t plan_file_bytes(const struct file_plan *plan)
 }
 
 /* The head and the body, now; through a gate when the body is longer than a window. */
-static void send_now(struct exchange *exchange, const struct representation *representation,
-		     const struct file_body *body, const struct file_plan *plan, bool gated)
+static void send_now(struct exchange *exchange, const struct request *request,
+		     const struct representation *representation, const struct file_body *body,
+		     const struct file_plan *plan, bool gated)
 {
 	if (gated && disk_gate_attach(exchange, body->io, body->lane, body->disk,
-				      exchange_config(exchange)->disk_window, &body->keeper) < 0)
+				      request->config->disk_window, &body->keeper) < 0)
 		log_warn("out of memory for a disk gate: the body goes out ungated");
 	struct file_head_text text;
 	struct response_head head =
-		file_plan_head(exchange, representation, body->download_path, plan, &text);
+		file_plan_head(request, representation, body->download_path, plan, &text);
 	struct file_fill file = {representation, body, plan};
-	answer_send(exchange, &head, head.content_length, fill, &file);
+	answer_send(exchange, request, &head, head.content_length, fill, &file);
 }
 
 /*
@@ -125,6 +126,7 @@ static bool start_cached(const struct file_body *body, const struct file_plan *p
 /* What the answer needs once the window is in: copies, the caller's are gone by then. */
 struct waiting_start {
 	struct disk_read read; /* first: the pool hands back its work */
+	struct request request;
 	struct representation representation;
 	struct file_body body;
 	struct file_plan plan;
@@ -155,7 +157,8 @@ static size_t text_size(const char *text)
 	return text != NULL ? strlen(text) + 1 : 0;
 }
 
-static struct waiting_start *waiting_new(const struct representation *representation,
+static struct waiting_start *waiting_new(const struct request *request,
+					 const struct representation *representation,
 					 const struct file_body *body,
 					 const struct file_plan *plan, bool small)
 {
@@ -166,6 +169,7 @@ static struct waiting_start *waiting_new(const struct representation *representa
 		free(start);
 		return NULL;
 	}
+	start->request = *request;
 	start->representation = *representation;
 	start->body = *body;
 	start->plan = *plan;
@@ -188,16 +192,16 @@ static void on_first_window(struct exchange *exchange, void *arg)
 	if (!exchange_can_respond(exchange)) {
 		/* The client left, or the queue's deadline answered. */
 	} else if (read->work.skipped) {
-		answer_error(exchange, 503); /* stopping */
+		answer_error(exchange, &start->request, 503); /* stopping */
 	} else if (read->error_number != 0) {
 		log_error("%s: cannot be read: %s", start->body.download_path
 							   ? start->body.download_path
 							   : "a file",
 			  strerror(read->error_number));
-		answer_error(exchange, 500);
+		answer_error(exchange, &start->request, 500);
 	} else {
-		send_now(exchange, &start->representation, &start->body, &start->plan,
-			 !start->small);
+		send_now(exchange, &start->request, &start->representation, &start->body,
+			 &start->plan, !start->small);
 	}
 	waiting_free(start);
 }
@@ -212,22 +216,22 @@ static void on_queue_deadline(struct exchange *exchange, void *arg)
 	disk_io_count_refused(start->body.io);
 	log_warn("%s: no disk thread within %u ms: 503",
 		 start->body.download_path ? start->body.download_path : "a file",
-		 exchange_config(exchange)->disk_queue_timeout_ms);
-	answer_error(exchange, 503);
+		 start->request.config->disk_queue_timeout_ms);
+	answer_error(exchange, &start->request, 503);
 	waiting_free(start);
 }
 
-static void read_first(struct exchange *exchange, const struct representation *representation,
-		       const struct file_body *body, const struct file_plan *plan, bool small,
-		       const struct byte_range *first)
+static void read_first(struct exchange *exchange, const struct request *request,
+		       const struct representation *representation, const struct file_body *body,
+		       const struct file_plan *plan, bool small, const struct byte_range *first)
 {
-	struct waiting_start *start = waiting_new(representation, body, plan, small);
+	struct waiting_start *start = waiting_new(request, representation, body, plan, small);
 	if (start == NULL) {
 		log_error("out of memory for a start waiting for the disk");
-		answer_error(exchange, 500);
+		answer_error(exchange, request, 500);
 		return;
 	}
-	const struct config *config = exchange_config(exchange);
+	const struct config *config = request->config;
 	start->read = (struct disk_read){
 		.fd = body->fd,
 		.offset = first->first,
@@ -238,25 +242,26 @@ static void read_first(struct exchange *exchange, const struct representation *r
 	if (start->read.work.delivery == NULL) {
 		waiting_free(start);
 		log_error("out of memory for a start waiting for the disk");
-		answer_error(exchange, 500);
+		answer_error(exchange, request, 500);
 		return;
 	}
 	if (disk_io_submit(body->io, &start->read.work, disk_read_run, body->lane, TASK_START) < 0) {
 		exchange_wait_cancel(exchange);
 		waiting_free(start);
-		answer_error(exchange, 503); /* stopping */
+		answer_error(exchange, request, 503); /* stopping */
 	}
 }
 
-void body_file_send(struct exchange *exchange, const struct representation *representation,
-		    const struct file_body *body, const struct file_plan *plan)
+void body_file_send(struct exchange *exchange, const struct request *request,
+		    const struct representation *representation, const struct file_body *body,
+		    const struct file_plan *plan)
 {
-	uint64_t window = exchange_config(exchange)->disk_window;
+	uint64_t window = request->config->disk_window;
 	bool small = plan_file_bytes(plan) <= window;
 	struct byte_range first;
 	if (body->io == NULL || body->disk == NULL || start_cached(body, plan, window, small, &first)) {
-		send_now(exchange, representation, body, plan, body->io != NULL && !small);
+		send_now(exchange, request, representation, body, plan, body->io != NULL && !small);
 		return;
 	}
-	read_first(exchange, representation, body, plan, small, &first);
+	read_first(exchange, request, representation, body, plan, small, &first);
 }

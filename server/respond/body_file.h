@@ -8,9 +8,11 @@
 #define MUSICD_BODY_FILE_H
 
 #include "respond/file_plan.h"
+#include "wire/exchange.h"
 
-/* Sends plan's head and bytes from body->segment. */
-void body_file_send(struct exchange *exchange, const struct representation *representation,
-		    const struct file_body *body, const struct file_plan *plan);
+/* Sends plan's head and bytes from body->segment, answering request. */
+void body_file_send(struct exchange *exchange, const struct request *request,
+		    const struct representation *representation, const struct file_body *body,
+		    const struct file_plan *plan);
 
 #endif

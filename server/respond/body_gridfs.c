@@ -50,6 +50,7 @@ struct copy_open {
 
 struct gridfs_stream {
 	char what[WHAT_MAX]; /* for the log */
+	struct request request;
 	struct gridfs_spool *spool;
 	struct disk_io *io;
 	unsigned lane;	     /* the spool's disk lane */
@@ -72,34 +73,26 @@ struct gridfs_stream {
 	struct byte_range parts[]; /* plan.count ranges, in request order */
 };
 
-/* The last path segment of the request target, without its query: only its extension matters. */
-static void target_name(const char *target, char out[NAME_TAIL_MAX])
-{
-	size_t end = strcspn(target, "?#");
-	size_t start = end;
-	while (start > 0 && target[start - 1] != '/')
-		start--;
-	if (end - start >= NAME_TAIL_MAX)
-		start = end - (NAME_TAIL_MAX - 1);
-	memcpy(out, target + start, end - start);
-	out[end - start] = '\0';
-}
-
 int body_gridfs_representation(struct gridfs_representation *out,
-			       const struct gridfs_entry *entry, const char *target,
-			       const char *cache_control)
+			       const struct gridfs_entry *entry, const char *name,
+			       size_t name_length, const char *cache_control)
 {
-	char name[NAME_TAIL_MAX];
+	/* Only the name's extension matters: its end is kept. */
+	char tail[NAME_TAIL_MAX];
+	size_t kept = name_length < sizeof(tail) ? name_length : sizeof(tail) - 1;
+	memcpy(tail, name + name_length - kept, kept);
+	tail[kept] = '\0';
 	struct representation *representation = &out->representation;
 	out->entry = *entry;
 	*representation = (struct representation){
 		.size = entry->length,
 		.mtime = gridfs_last_modified(entry),
+		.content_type = out->content_type,
 		.cache_control = cache_control,
 		.file_lines = out->file_lines,
 	};
-	target_name(target, name);
-	representation->content_type = gridfs_content_type(&out->entry, name);
+	snprintf(out->content_type, sizeof(out->content_type), "%s",
+		 gridfs_content_type(&out->entry, tail));
 	gridfs_etag(representation->etag, entry);
 	http_date_format(representation->last_modified, representation->mtime);
 	return response_head_file_lines(out->file_lines, sizeof(out->file_lines),
@@ -200,9 +193,9 @@ static void read_on(struct exchange *exchange, struct gridfs_stream *stream)
 static int send_head(struct exchange *exchange, struct gridfs_stream *stream)
 {
 	struct file_head_text text;
-	struct response_head head =
-		file_plan_head(exchange, &stream->file.representation, NULL, &stream->plan, &text);
-	return answer_stream_start(exchange, &head, head.content_length);
+	struct response_head head = file_plan_head(&stream->request, &stream->file.representation,
+						   NULL, &stream->plan, &text);
+	return answer_stream_start(exchange, &stream->request, &head, head.content_length);
 }
 
 static void on_fetched(struct exchange *exchange, void *arg)
@@ -215,7 +208,8 @@ static void on_fetched(struct exchange *exchange, void *arg)
 			return;
 		}
 		if (job->status != LOOKUP_FOUND) {
-			answer_lookup_failure(exchange, stream->what, job->status, job->detail);
+			answer_lookup_failure(exchange, &stream->request, stream->what, job->status,
+					      job->detail);
 			stream_free(stream);
 			return;
 		}
@@ -229,10 +223,7 @@ static void on_fetched(struct exchange *exchange, void *arg)
 		return;
 	} else if (job->status != LOOKUP_FOUND) {
 		log_error("%s: %s: %s; closing the connection after %" PRIu64 " of its bytes",
-			  stream->what,
-			  job->status == LOOKUP_BAD_DATA ? "data error"
-							 : lookup_status_describe(job->status),
-			  job->detail, stream->sent);
+			  stream->what, lookup_status_describe(job->status), job->detail, stream->sent);
 		exchange_stream_abort(exchange);
 		stream_free(stream);
 		return;
@@ -255,7 +246,7 @@ static void on_fetched(struct exchange *exchange, void *arg)
 static void on_deadline(struct exchange *exchange, void *arg)
 {
 	struct gridfs_stream *stream = arg;
-	answer_lookup_timeout(exchange, stream->what);
+	answer_lookup_timeout(exchange, &stream->request, stream->what);
 }
 
 /* Asks a pool thread for the next span: as many chunks as the window has room for. */
@@ -282,7 +273,7 @@ static void fetch(struct exchange *exchange, struct gridfs_stream *stream)
 		exchange_stream_abort(exchange);
 	} else {
 		log_warn("%s: cannot queue a GridFS read: too many in flight", stream->what);
-		answer_error(exchange, 503);
+		answer_error(exchange, &stream->request, 503);
 	}
 	stream_free(stream);
 }
@@ -319,14 +310,15 @@ static void send_copy(struct exchange *exchange, struct gridfs_stream *stream, i
 		if (segment != NULL)
 			evbuffer_file_segment_free(segment);
 		log_error("%s: out of memory sending its spooled copy", stream->what);
-		answer_error(exchange, 500);
+		answer_error(exchange, &stream->request, 500);
 		return;
 	}
 	*held = (struct held_copy){.refs = 1, .segment = segment};
 	struct file_body copy = {.kind = BODY_FILE, .segment = segment, .fd = fd, .disk = disk,
 				 .io = stream->io, .lane = stream->lane,
 				 .keeper = {hold_copy, release_copy, held}};
-	body_file_send(exchange, &stream->file.representation, &copy, &stream->plan);
+	body_file_send(exchange, &stream->request, &stream->file.representation, &copy,
+		       &stream->plan);
 	release_copy(held); /* the answer holds its own references */
 }
 
@@ -338,7 +330,7 @@ static void stream_from_gridfs(struct exchange *exchange, struct gridfs_stream *
 	stream->ready = evbuffer_new();
 	if (stream->fetched == NULL || stream->ready == NULL) {
 		log_error("%s: out of memory for a GridFS answer", stream->what);
-		answer_error(exchange, 500);
+		answer_error(exchange, &stream->request, 500);
 		stream_free(stream);
 		return;
 	}
@@ -407,8 +399,8 @@ static void on_copy_deadline(struct exchange *exchange, void *arg)
 	exchange_wait_cancel(exchange);
 	disk_io_count_refused(stream->io);
 	log_warn("%s: no disk thread for its spooled copy within %u ms: 503", stream->what,
-		 exchange_config(exchange)->disk_queue_timeout_ms);
-	answer_error(exchange, 503);
+		 stream->request.config->disk_queue_timeout_ms);
+	answer_error(exchange, &stream->request, 503);
 	stream_free(stream);
 }
 
@@ -417,7 +409,7 @@ static void open_copy(struct exchange *exchange, struct gridfs_stream *stream)
 	stream->copy = (struct copy_open){.spool = stream->spool, .entry = &stream->file.entry,
 					  .fd = -1};
 	stream->copy.work.delivery =
-		exchange_wait(exchange, exchange_config(exchange)->disk_queue_timeout_ms,
+		exchange_wait(exchange, stream->request.config->disk_queue_timeout_ms,
 			      on_copy_opened, on_copy_deadline, stream);
 	if (stream->copy.work.delivery != NULL &&
 	    disk_io_submit(stream->io, &stream->copy.work, copy_open_run, stream->lane,
@@ -428,23 +420,31 @@ static void open_copy(struct exchange *exchange, struct gridfs_stream *stream)
 	stream_from_gridfs(exchange, stream); /* stopping, or out of memory: GridFS itself */
 }
 
-void body_gridfs_send(struct exchange *exchange, const struct representation *representation,
-		      const struct file_body *body, const struct file_plan *plan)
+/* A copy of file in the stream's own storage, its strings pointing there too. */
+static void keep_file(struct gridfs_representation *copy, const struct gridfs_representation *file)
 {
-	const struct config *config = exchange_config(exchange);
-	(void)representation; /* made again below, into the stream's own storage */
+	*copy = *file;
+	copy->representation.content_type = copy->content_type;
+	copy->representation.file_lines = copy->file_lines;
+}
+
+void body_gridfs_send(struct exchange *exchange, const struct request *request,
+		      const struct representation *representation, const struct file_body *body,
+		      const struct file_plan *plan)
+{
+	const struct config *config = request->config;
+	(void)representation; /* body->gridfs's, copied below into the stream's own storage */
 	struct gridfs_stream *stream =
 		calloc(1, sizeof(*stream) + plan->count * sizeof(stream->parts[0]));
-	if (stream == NULL ||
-	    body_gridfs_representation(&stream->file, body->gridfs, exchange_target(exchange),
-				       config->cache_control) < 0) {
-		log_error("mid=%s: out of memory for a GridFS answer", body->mid);
-		answer_error(exchange, 500);
-		free(stream);
+	if (stream == NULL) {
+		log_error("mid=%s: out of memory for a GridFS answer", request->route.mid);
+		answer_error(exchange, request, 500);
 		return;
 	}
-	snprintf(stream->what, sizeof(stream->what), "mid=%s: GridFS file %s", body->mid,
-		 body->gridfs->id);
+	stream->request = *request;
+	keep_file(&stream->file, body->gridfs);
+	snprintf(stream->what, sizeof(stream->what), "mid=%s: GridFS file %s", request->route.mid,
+		 body->gridfs->entry.id);
 	stream->spool = body->spool;
 	stream->pool = body->pool;
 	stream->io = body->io;

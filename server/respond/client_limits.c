@@ -11,19 +11,19 @@
 #include "base/log.h"
 #include "respond/answer.h"
 
-static enum proxy_trust_place place_of(struct exchange *exchange)
+static enum proxy_trust_place place_of(const struct request *request)
 {
-	const struct settings *settings = exchange_snapshot(exchange);
+	const struct settings *settings = request->settings;
 	return proxy_trust_place(settings->trusted_proxies, settings->trusted_proxy_count,
-				 exchange_peer(exchange), exchange_client(exchange));
+				 request->peer, request->client);
 }
 
-int client_limits_admit(struct exchange *exchange)
+int client_limits_admit(struct exchange *exchange, const struct request *request)
 {
-	const struct config *config = exchange_config(exchange);
+	const struct config *config = request->config;
 	if (config->limit_rate == 0 && config->max_streams_per_client == 0)
 		return 0;
-	enum proxy_trust_place place = place_of(exchange);
+	enum proxy_trust_place place = place_of(request);
 	if (place == PROXY_TRUST_PROXY_ITSELF)
 		return 0;
 	if (config->max_streams_per_client > 0) {
@@ -33,13 +33,13 @@ int client_limits_admit(struct exchange *exchange)
 			break;
 		case ADDRESS_AT_CAP:
 			log_debug("client %s has %u answers in flight (--max-streams-per-client): 429",
-				  exchange_client(exchange), config->max_streams_per_client);
-			metrics_count_stream_refused(exchange_metrics(exchange));
-			answer_error(exchange, 429);
+				  request->client, config->max_streams_per_client);
+			metrics_count_stream_refused(request->metrics);
+			answer_error(exchange, request, 429);
 			return -1;
 		case ADDRESS_NO_MEMORY:
-			log_error("out of memory counting client %s's streams", exchange_client(exchange));
-			answer_error(exchange, 503);
+			log_error("out of memory counting client %s's streams", request->client);
+			answer_error(exchange, request, 503);
 			return -1;
 		}
 	}
@@ -54,13 +54,13 @@ static void add_field(struct response_head *head, const char *name, const char *
 		log_error("response head has no room for %s", name);
 }
 
-void client_limits_add_fields(struct exchange *exchange, struct response_head *head,
+void client_limits_add_fields(const struct request *request, struct response_head *head,
 			      int offloaded, struct client_limits_text *text)
 {
-	const struct config *config = exchange_config(exchange);
+	const struct config *config = request->config;
 	if (config->limit_rate == 0)
 		return;
-	enum proxy_trust_place place = place_of(exchange);
+	enum proxy_trust_place place = place_of(request);
 	if (place == PROXY_TRUST_PROXY_ITSELF || (place == PROXY_TRUST_DIRECT && !offloaded))
 		return;
 	snprintf(text->rate, sizeof(text->rate), "%" PRIu64, config->limit_rate);

@@ -24,15 +24,16 @@
 #define MUSICD_CLIENT_LIMITS_H
 
 #include "http/response_head.h"
+#include "respond/request.h"
 #include "wire/exchange.h"
 
 /*
- * Before a body is sent for the exchange: 0 to send it (its pacing set when
- * musicd paces it), or -1 when the client holds its cap of bodies in flight
- * already (or none could be counted), answered here with 429 (503 out of
- * memory), logged and counted.
+ * Before a body is sent for request: 0 to send it (the exchange's pacing set
+ * when musicd paces it), or -1 when the client holds its cap of bodies in
+ * flight already (or none could be counted), answered here with 429 (503 out
+ * of memory), logged and counted.
  */
-int client_limits_admit(struct exchange *exchange);
+int client_limits_admit(struct exchange *exchange, const struct request *request);
 
 /* The values of the fields that hand a rate on, which must outlive the head. */
 struct client_limits_text {
@@ -44,7 +45,7 @@ struct client_limits_text {
  * that proxy faces the client; offloaded: the answer is an X-Accel-Redirect
  * (the proxy sends the body itself, buffering is not asked for).
  */
-void client_limits_add_fields(struct exchange *exchange, struct response_head *head,
+void client_limits_add_fields(const struct request *request, struct response_head *head,
 			      int offloaded, struct client_limits_text *text);
 
 #endif

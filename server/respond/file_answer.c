@@ -1,8 +1,8 @@
 /*
  * file_answer: the decision chain. The decisions themselves are pure
- * functions (cond_evaluate, cond_if_range_allows, range_parse); this file
- * reads the request's headers, picks the answer, and hands a 200 or 206 to
- * the body source's row of the table.
+ * functions (cond_evaluate, cond_if_range_allows, range_parse) of the
+ * request's fields (request.h); this file picks the answer, and hands a 200
+ * or 206 to the body source's row of the table.
  */
 #include "respond/file_answer.h"
 
@@ -19,8 +19,9 @@
 /* The body sources: how each sends a decided 200 or 206. */
 static const struct {
 	const char *name;
-	void (*send)(struct exchange *exchange, const struct representation *representation,
-		     const struct file_body *body, const struct file_plan *plan);
+	void (*send)(struct exchange *exchange, const struct request *request,
+		     const struct representation *representation, const struct file_body *body,
+		     const struct file_plan *plan);
 } sources[BODY_KINDS] = {
 	[BODY_FILE] = {"file", body_file_send},
 	[BODY_GRIDFS] = {"gridfs", body_gridfs_send},
@@ -34,30 +35,13 @@ enum file_verdict {
 	FILE_PARTS,		  /* 206: one range, or multipart */
 };
 
-static enum file_verdict decide(struct exchange *exchange,
+static enum file_verdict decide(const struct request *request,
 				const struct representation *representation,
 				struct byte_range *parts, size_t *count)
 {
-	enum { IF_MATCH, IF_NONE_MATCH, IF_MODIFIED_SINCE, IF_UNMODIFIED_SINCE, RANGE, IF_RANGE, ASKED };
-	static const char *const names[ASKED] = {
-		[IF_MATCH] = "If-Match",
-		[IF_NONE_MATCH] = "If-None-Match",
-		[IF_MODIFIED_SINCE] = "If-Modified-Since",
-		[IF_UNMODIFIED_SINCE] = "If-Unmodified-Since",
-		[RANGE] = "Range",
-		[IF_RANGE] = "If-Range",
-	};
-	const char *values[ASKED];
-	exchange_headers(exchange, names, values, ASKED); /* one pass, not six */
-	struct cond_request conditions = {
-		.if_match = values[IF_MATCH],
-		.if_none_match = values[IF_NONE_MATCH],
-		.if_modified_since = values[IF_MODIFIED_SINCE],
-		.if_unmodified_since = values[IF_UNMODIFIED_SINCE],
-	};
 	struct cond_validators validators = {.etag = representation->etag,
 					     .last_modified = representation->mtime};
-	switch (cond_evaluate(&conditions, &validators)) {
+	switch (cond_evaluate(&request->conditions, &validators)) {
 	case COND_NOT_MODIFIED:
 		return FILE_NOT_MODIFIED;
 	case COND_PRECONDITION_FAILED:
@@ -65,10 +49,9 @@ static enum file_verdict decide(struct exchange *exchange,
 	case COND_PROCEED:
 		break;
 	}
-	const char *range = values[RANGE];
-	if (range == NULL || !cond_if_range_allows(values[IF_RANGE], &validators))
+	if (request->range == NULL || !cond_if_range_allows(request->if_range, &validators))
 		return FILE_WHOLE;
-	switch (range_parse(range, representation->size, exchange_config(exchange)->max_ranges,
+	switch (range_parse(request->range, representation->size, request->config->max_ranges,
 			    parts, count)) {
 	case RANGE_WHOLE:
 		return FILE_WHOLE;
@@ -91,36 +74,36 @@ static void make_boundary(char out[MULTIPART_BOUNDARY_MAX])
 		 (uint64_t)++counter & 0xffffffffu);
 }
 
-static void answer_not_modified(struct exchange *exchange,
+static void answer_not_modified(struct exchange *exchange, const struct request *request,
 				const struct representation *representation)
 {
 	/* The validators and Cache-Control again; no body, and so no Content-Length. */
 	struct response_head head = {.status = 304, .file_lines = representation->file_lines};
-	answer_send(exchange, &head, 0, NULL, NULL);
+	answer_send(exchange, request, &head, 0, NULL, NULL);
 }
 
-static void answer_unsatisfiable(struct exchange *exchange,
+static void answer_unsatisfiable(struct exchange *exchange, const struct request *request,
 				 const struct representation *representation)
 {
 	char content_range[64];
 	snprintf(content_range, sizeof(content_range), "bytes */%" PRIu64, representation->size);
-	answer_error_with(exchange, 416, "Content-Range", content_range);
+	answer_error_with(exchange, request, 416, "Content-Range", content_range);
 }
 
-void file_answer(struct exchange *exchange, const struct representation *representation,
-		 const struct file_body *body)
+void file_answer(struct exchange *exchange, const struct request *request,
+		 const struct representation *representation, const struct file_body *body)
 {
 	struct byte_range parts[RANGE_MAX_PARTS_LIMIT];
 	struct file_plan plan = {.parts = parts, .count = 0};
-	switch (decide(exchange, representation, parts, &plan.count)) {
+	switch (decide(request, representation, parts, &plan.count)) {
 	case FILE_NOT_MODIFIED:
-		answer_not_modified(exchange, representation);
+		answer_not_modified(exchange, request, representation);
 		return;
 	case FILE_PRECONDITION_FAILED:
-		answer_error(exchange, 412);
+		answer_error(exchange, request, 412);
 		return;
 	case FILE_UNSATISFIABLE:
-		answer_unsatisfiable(exchange, representation);
+		answer_unsatisfiable(exchange, request, representation);
 		return;
 	case FILE_WHOLE:
 		plan.whole = 1;
@@ -132,16 +115,16 @@ void file_answer(struct exchange *exchange, const struct representation *represe
 			make_boundary(plan.boundary);
 		break;
 	}
-	if (exchange_is_head(exchange) || representation->size == 0) {
+	if (request->head || representation->size == 0) {
 		/* Headers only (or an empty 200): no source has anything to send. */
 		struct file_head_text text;
 		struct response_head head =
-			file_plan_head(exchange, representation, body->download_path, &plan, &text);
-		answer_send(exchange, &head, 0, NULL, NULL);
+			file_plan_head(request, representation, body->download_path, &plan, &text);
+		answer_send(exchange, request, &head, 0, NULL, NULL);
 		return;
 	}
 	/* A body goes out: the client's limits apply (a cap reached is answered 429). */
-	if (client_limits_admit(exchange) < 0)
+	if (client_limits_admit(exchange, request) < 0)
 		return;
-	sources[body->kind].send(exchange, representation, body, &plan);
+	sources[body->kind].send(exchange, request, representation, body, &plan);
 }

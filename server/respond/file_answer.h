@@ -18,10 +18,11 @@
 
 #include "http/representation.h"
 #include "respond/file_plan.h"
+#include "respond/request.h"
 #include "wire/exchange.h"
 
-/* Answers the exchange's GET or HEAD with representation's bytes from body. */
-void file_answer(struct exchange *exchange, const struct representation *representation,
-		 const struct file_body *body);
+/* Answers request (a GET or HEAD) with representation's bytes from body. */
+void file_answer(struct exchange *exchange, const struct request *request,
+		 const struct representation *representation, const struct file_body *body);
 
 #endif

@@ -7,20 +7,17 @@
 #include <stdio.h>
 
 #include "base/log.h"
-#include "http/route.h"
 
-void file_plan_add_disposition(struct exchange *exchange, struct response_head *head,
+void file_plan_add_disposition(const struct request *request, struct response_head *head,
 			       const char *download_path, char value[DISPOSITION_VALUE_MAX])
 {
-	const char *target = exchange_target(exchange);
-	if (!disposition_requested(target))
+	const struct route *route = &request->route;
+	if (!route->download || route->kind != ROUTE_TRACK)
 		return;
-	struct route route = route_parse(target);
-	if (route.kind != ROUTE_TRACK)
-		return;
-	if (disposition_value(target, route.mid, download_path, value, DISPOSITION_VALUE_MAX) == 0 ||
+	if (disposition_value(route->param, route->param_length, route->mid, download_path, value,
+			      DISPOSITION_VALUE_MAX) == 0 ||
 	    response_head_add(head, "Content-Disposition", value) < 0)
-		log_error("mid=%s: cannot add Content-Disposition", route.mid);
+		log_error("mid=%s: cannot add Content-Disposition", route->mid);
 }
 
 uint64_t file_plan_body_length(const struct representation *representation,
@@ -34,7 +31,7 @@ uint64_t file_plan_body_length(const struct representation *representation,
 				     plan->count, representation->size);
 }
 
-struct response_head file_plan_head(struct exchange *exchange,
+struct response_head file_plan_head(const struct request *request,
 				    const struct representation *representation,
 				    const char *download_path, const struct file_plan *plan,
 				    struct file_head_text *text)
@@ -57,7 +54,7 @@ struct response_head file_plan_head(struct exchange *exchange,
 				       plan->boundary);
 		head.content_type = text->content_type;
 	}
-	file_plan_add_disposition(exchange, &head, download_path, text->disposition);
-	client_limits_add_fields(exchange, &head, 0, &text->limits);
+	file_plan_add_disposition(request, &head, download_path, text->disposition);
+	client_limits_add_fields(request, &head, 0, &text->limits);
 	return head;
 }

@@ -20,7 +20,7 @@
 #include "http/response_head.h"
 #include "media/disk_io.h"
 #include "respond/client_limits.h"
-#include "wire/exchange.h"
+#include "respond/request.h"
 
 enum body_kind {
 	BODY_FILE,
@@ -42,6 +42,8 @@ struct file_keeper {
 	void *owner;
 };
 
+struct gridfs_representation; /* body_gridfs.h */
+
 /* Where an answer's bytes come from; the caller's, for the call only (a source copies what it keeps). */
 struct file_body {
 	enum body_kind kind;
@@ -53,8 +55,7 @@ struct file_body {
 						   BODY_GRIDFS's spooled copy); NULL: none */
 	unsigned lane;				/* that file's disk lane (disk_io.h) */
 	struct file_keeper keeper;		/* BODY_FILE: keeps segment alive past the call */
-	const char *mid;			/* BODY_GRIDFS: the track, for the log */
-	const struct gridfs_entry *gridfs;	/* BODY_GRIDFS */
+	const struct gridfs_representation *gridfs; /* BODY_GRIDFS: the file and its representation */
 	struct gridfs_spool *spool;		/* BODY_GRIDFS: copies to send instead; NULL: none */
 	struct db_pool *pool;			/* BODY_GRIDFS: where chunks are read */
 };
@@ -76,20 +77,21 @@ struct file_head_text {
 };
 
 /*
- * The 200 or 206 head of plan: its fields point into representation and text,
- * which must outlive the head. For the body sources.
+ * The 200 or 206 head of plan, answering request: its fields point into
+ * representation and text, which must outlive the head. For the body sources.
  */
-struct response_head file_plan_head(struct exchange *exchange,
+struct response_head file_plan_head(const struct request *request,
 				      const struct representation *representation,
 				      const char *download_path, const struct file_plan *plan,
 				      struct file_head_text *text);
 
 /*
- * Content-Disposition: attachment, named after download_path (NULL: the
- * URL's :param), when the target asks for ?download; value holds it and
- * must outlive the head. The one field an offloaded answer shares with these.
+ * Content-Disposition: attachment, named after the URL's :param (or the id
+ * and download_path's extension when :param cannot be a name), when request
+ * asks for ?download; value holds it and must outlive the head. The one field
+ * an offloaded answer shares with these.
  */
-void file_plan_add_disposition(struct exchange *exchange, struct response_head *head,
+void file_plan_add_disposition(const struct request *request, struct response_head *head,
 			       const char *download_path, char value[DISPOSITION_VALUE_MAX]);
 
 /* The body's length for plan (multipart texts included). */

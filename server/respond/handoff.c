@@ -26,8 +26,9 @@ static void let_entry_go(void *entry)
 	file_cache_drop(entry);
 }
 
-static void answer_by_sendfile(struct exchange *exchange, const struct cached_file *file,
-			       const struct media_roots *roots, struct disk_io *io)
+static void answer_by_sendfile(struct exchange *exchange, const struct request *request,
+			       const struct cached_file *file, const struct media_roots *roots,
+			       struct disk_io *io)
 {
 	(void)roots;
 	struct file_body body = {
@@ -40,12 +41,12 @@ static void answer_by_sendfile(struct exchange *exchange, const struct cached_fi
 		.lane = (unsigned)file->root_index,
 		.keeper = {keep_entry, let_entry_go, file->entry},
 	};
-	file_answer(exchange, &file->representation, &body);
+	file_answer(exchange, request, &file->representation, &body);
 }
 
 /* 200 with headers only, handing the body to a front server through header: value. */
-static void answer_offloaded(struct exchange *exchange, const struct cached_file *file,
-			     const char *header, const char *value)
+static void answer_offloaded(struct exchange *exchange, const struct request *request,
+			     const struct cached_file *file, const char *header, const char *value)
 {
 	const struct representation *representation = &file->representation;
 	/* Headers only: the front server replaces the (empty) body with the file. */
@@ -59,39 +60,41 @@ static void answer_offloaded(struct exchange *exchange, const struct cached_file
 		response_head_add(&head, "Cache-Control", representation->cache_control);
 	response_head_add(&head, header, value);
 	char disposition[DISPOSITION_VALUE_MAX];
-	file_plan_add_disposition(exchange, &head, file->resolved_path, disposition);
+	file_plan_add_disposition(request, &head, file->resolved_path, disposition);
 	struct client_limits_text limits;
-	client_limits_add_fields(exchange, &head, 1, &limits);
-	answer_send(exchange, &head, 0, NULL, NULL);
+	client_limits_add_fields(request, &head, 1, &limits);
+	answer_send(exchange, request, &head, 0, NULL, NULL);
 }
 
-static void answer_by_accel_redirect(struct exchange *exchange, const struct cached_file *file,
+static void answer_by_accel_redirect(struct exchange *exchange, const struct request *request,
+				     const struct cached_file *file,
 				     const struct media_roots *roots, struct disk_io *io)
 {
 	(void)io;
 	char uri[OFFLOAD_URI_MAX];
 	size_t root = (size_t)file->root_index;
-	if (offload_accel_uri(exchange_config(exchange)->x_accel_redirects[root],
+	if (offload_accel_uri(request->config->x_accel_redirects[root],
 			      roots->paths[root], file->resolved_path, uri, sizeof(uri)) == 0) {
 		log_error("%s: cannot express as an X-Accel-Redirect URI", file->resolved_path);
-		answer_error(exchange, 500);
+		answer_error(exchange, request, 500);
 		return;
 	}
-	answer_offloaded(exchange, file, "X-Accel-Redirect", uri);
+	answer_offloaded(exchange, request, file, "X-Accel-Redirect", uri);
 }
 
-static void answer_by_x_sendfile(struct exchange *exchange, const struct cached_file *file,
-				 const struct media_roots *roots, struct disk_io *io)
+static void answer_by_x_sendfile(struct exchange *exchange, const struct request *request,
+				 const struct cached_file *file, const struct media_roots *roots,
+				 struct disk_io *io)
 {
 	(void)roots;
 	(void)io;
 	if (!offload_header_safe(file->resolved_path)) {
 		log_error("%s: path has control characters; cannot send it as X-Sendfile",
 			  file->resolved_path);
-		answer_error(exchange, 500);
+		answer_error(exchange, request, 500);
 		return;
 	}
-	answer_offloaded(exchange, file, "X-Sendfile", file->resolved_path);
+	answer_offloaded(exchange, request, file, "X-Sendfile", file->resolved_path);
 }
 
 static const struct handoff strategies[] = {

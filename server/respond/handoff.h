@@ -11,13 +11,15 @@
 
 #include "media/file_cache.h"
 #include "media/media.h"
+#include "respond/request.h"
 #include "wire/exchange.h"
 
 struct handoff {
 	const char *name;
-	/* Answers the exchange's GET or HEAD with file (found in one of roots). */
-	void (*answer)(struct exchange *exchange, const struct cached_file *file,
-		       const struct media_roots *roots, struct disk_io *io);
+	/* Answers request (a GET or HEAD) with file (found in one of roots). */
+	void (*answer)(struct exchange *exchange, const struct request *request,
+		       const struct cached_file *file, const struct media_roots *roots,
+		       struct disk_io *io);
 };
 
 /* The strategy the configuration asks for. */

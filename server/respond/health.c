@@ -15,38 +15,48 @@
 #include "respond/answer.h"
 #include "respond/lookup_wait.h"
 
+/* A probe and the request it answers. */
+struct probe {
+	struct lookup_wait wait; /* first: the pool hands back its job */
+	struct request request;
+};
+
 /* A probe counts as a lookup (musicd_lookups_in_flight, musicd_lookup_errors_total). */
 static void on_probe_result(struct exchange *exchange, void *arg)
 {
-	struct lookup_wait *probe = arg;
-	enum lookup_status status = probe->lookup.job.status;
-	lookup_wait_delivered(exchange, probe);
+	struct probe *probe = arg;
+	enum lookup_status status = probe->wait.lookup.job.status;
+	lookup_wait_delivered(&probe->wait);
 	if (exchange_can_respond(exchange)) {
 		if (status == LOOKUP_NOT_FOUND || status == LOOKUP_FOUND) {
-			answer_text(exchange, 200, "ok\n");
+			answer_text(exchange, &probe->request, 200, "ok\n");
 		} else {
 			log_warn("healthz: %s: %s", lookup_status_describe(status),
-				 probe->lookup.job.detail);
-			answer_error(exchange, 503);
+				 probe->wait.lookup.job.detail);
+			answer_error(exchange, &probe->request, 503);
 		}
 	}
-	find_track_release(&probe->lookup);
 	free(probe);
 }
 
 static void on_probe_deadline(struct exchange *exchange, void *arg)
 {
-	lookup_wait_timed_out(exchange, arg);
+	struct probe *probe = arg;
+	lookup_wait_timed_out(&probe->wait);
 	log_warn("healthz: database did not answer in time");
-	answer_error(exchange, 503);
+	answer_error(exchange, &probe->request, 503);
 }
 
-void health_handle(struct exchange *exchange, const struct resources *resources)
+void health_handle(struct exchange *exchange, const struct request *request,
+		   const struct resources *resources)
 {
-	struct lookup_wait *probe = calloc(1, sizeof(*probe));
-	if (probe == NULL || lookup_wait_start(exchange, resources->db, probe, FIND_PROBE, NULL,
-					       on_probe_result, on_probe_deadline, probe) < 0) {
+	struct probe *probe = calloc(1, sizeof(*probe));
+	if (probe != NULL)
+		probe->request = *request;
+	if (probe == NULL || lookup_wait_start(exchange, request, resources->db, &probe->wait,
+					       FIND_PROBE, on_probe_result, on_probe_deadline,
+					       probe) < 0) {
 		free(probe);
-		answer_error(exchange, 503);
+		answer_error(exchange, request, 503);
 	}
 }

@@ -6,9 +6,11 @@
 #ifndef MUSICD_HEALTH_H
 #define MUSICD_HEALTH_H
 
+#include "respond/request.h"
 #include "respond/resources.h"
 #include "wire/exchange.h"
 
-void health_handle(struct exchange *exchange, const struct resources *resources);
+void health_handle(struct exchange *exchange, const struct request *request,
+		   const struct resources *resources);
 
 #endif

@@ -89,13 +89,14 @@ static size_t format_snapshot(struct metrics_page *page, const struct config *co
 	}
 }
 
-void metrics_page_answer(struct exchange *exchange, struct metrics_page *page)
+void metrics_page_answer(struct exchange *exchange, const struct request *request,
+			 struct metrics_page *page)
 {
-	size_t length = format_snapshot(page, exchange_config(exchange));
+	size_t length = format_snapshot(page, request->config);
 	if (length == 0) {
 		log_error("metrics: out of memory formatting a scrape");
-		answer_error(exchange, 500);
+		answer_error(exchange, request, 500);
 		return;
 	}
-	answer_body(exchange, 200, METRICS_TEXT_CONTENT_TYPE, page->text, length);
+	answer_body(exchange, request, 200, METRICS_TEXT_CONTENT_TYPE, page->text, length);
 }

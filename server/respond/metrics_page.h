@@ -16,6 +16,7 @@
 #include "base/metrics.h"
 #include "db/lookup_cache.h"
 #include "media/file_cache.h"
+#include "respond/request.h"
 #include "wire/exchange.h"
 
 /* What a scrape reads; everything here outlives the page. */
@@ -37,6 +38,7 @@ struct metrics_page *metrics_page_new(const struct metrics_sources *sources);
 void metrics_page_free(struct metrics_page *page);
 
 /* Answers the exchange's GET with the text of a fresh snapshot (500 if out of memory). */
-void metrics_page_answer(struct exchange *exchange, struct metrics_page *page);
+void metrics_page_answer(struct exchange *exchange, const struct request *request,
+			 struct metrics_page *page);
 
 #endif

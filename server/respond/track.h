@@ -5,10 +5,12 @@
 #ifndef MUSICD_TRACK_H
 #define MUSICD_TRACK_H
 
+#include "respond/request.h"
 #include "respond/resources.h"
 #include "wire/exchange.h"
 
-/* Starts answering the track request for mid (a valid, lower-case ObjectId). */
-void track_handle(struct exchange *exchange, const char *mid, const struct resources *resources);
+/* Starts answering request, for its route's track (a valid, lower-case ObjectId). */
+void track_handle(struct exchange *exchange, const struct request *request,
+		  const struct resources *resources);
 
 #endif

@@ -20,20 +20,20 @@ static const enum metrics_url_refusal refusal_counter[URL_TOKEN_VERDICT_COUNT] =
 	[URL_TOKEN_WRONG_TRACK] = METRICS_URL_WRONG_TRACK,
 };
 
-int url_signing_admits(struct exchange *exchange, const char *mid)
+int url_signing_admits(struct exchange *exchange, const struct request *request)
 {
-	const struct settings *settings = exchange_snapshot(exchange);
+	const struct settings *settings = request->settings;
 	if (settings->url_keys.count == 0)
 		return 1;
-	const struct config *config = &settings->config;
-	enum url_token_verdict verdict =
-		url_token_check(exchange_target(exchange), config->url_signing_parameter,
-				&settings->url_keys, (int64_t)time(NULL), config->url_signing_leeway,
-				mid);
+	const struct config *config = request->config;
+	const char *mid = request->route.mid;
+	enum url_token_verdict verdict = url_token_check(&request->token, &settings->url_keys,
+							 (int64_t)time(NULL), config->url_signing_leeway,
+							 mid);
 	if (verdict == URL_TOKEN_VALID)
 		return 1;
 	log_info("mid=%s: 403, signed-URL token %s", mid, url_token_verdict_words(verdict));
-	metrics_count_url_refusal(exchange_metrics(exchange), refusal_counter[verdict]);
-	answer_forbidden(exchange);
+	metrics_count_url_refusal(request->metrics, refusal_counter[verdict]);
+	answer_forbidden(exchange, request);
 	return 0;
 }

@@ -10,12 +10,13 @@
 #ifndef MUSICD_URL_SIGNING_H
 #define MUSICD_URL_SIGNING_H
 
+#include "respond/request.h"
 #include "wire/exchange.h"
 
 /*
- * True when the request may go on to track mid (signing off, or a valid
- * token); false when it has been answered 403.
+ * True when request may go on to its track (signing off, or a valid token in
+ * its route's query); false when it has been answered 403.
  */
-int url_signing_admits(struct exchange *exchange, const char *mid);
+int url_signing_admits(struct exchange *exchange, const struct request *request);
 
 #endif

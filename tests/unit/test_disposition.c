@@ -1,6 +1,6 @@
 /*
- * Unit tests for server/http/disposition.h: when ?download asks for an
- * attachment, and the exact Content-Disposition value for each kind of name
+ * Unit tests for server/http/disposition.h: the exact Content-Disposition
+ * value for each kind of name that a track target's :param (route.h) gives
  * (RFC 6266 filename with an ASCII fallback, RFC 8187 filename* for the
  * exact UTF-8 name, and the id + extension fallback for names that are not
  * UTF-8 or not well encoded).
@@ -15,18 +15,22 @@
 #include <cmocka.h>
 
 #include "http/disposition.h"
+#include "http/route.h"
 #include "http/response_head.h"
 
 #define ID "0123456789abcdef01234567"
 #define PATH "/srv/music/Artist/Album/01 Track.mp3"
 #define TRACK(param) "/musicdb/" ID "/" param
 
-/* The value for target, formatted into a heap buffer of exactly DISPOSITION_VALUE_MAX. */
+/* The value for target's :param, formatted into a heap buffer of exactly DISPOSITION_VALUE_MAX. */
 static char *value_of(const char *target, const char *path)
 {
+	struct route route = route_parse(target);
+	assert_int_equal(route.kind, ROUTE_TRACK);
 	char *out = malloc(DISPOSITION_VALUE_MAX);
 	assert_non_null(out);
-	size_t length = disposition_value(target, ID, path, out, DISPOSITION_VALUE_MAX);
+	size_t length =
+		disposition_value(route.param, route.param_length, ID, path, out, DISPOSITION_VALUE_MAX);
 	assert_true(length > 0);
 	assert_int_equal(strlen(out), length);
 	assert_true(response_value_is_safe(out));
@@ -38,33 +42,6 @@ static void assert_value(const char *target, const char *expected)
 	char *value = value_of(target, PATH);
 	assert_string_equal(value, expected);
 	free(value);
-}
-
-static void test_download_parameter_with_any_value_or_none(void **state)
-{
-	(void)state;
-	assert_true(disposition_requested(TRACK("a.mp3?download")));
-	assert_true(disposition_requested(TRACK("a.mp3?download=")));
-	assert_true(disposition_requested(TRACK("a.mp3?download=1")));
-	assert_true(disposition_requested(TRACK("a.mp3?download=no")));
-	assert_true(disposition_requested(TRACK("a.mp3?x=1&download")));
-	assert_true(disposition_requested(TRACK("a.mp3?x=1&download&y=2")));
-	assert_true(disposition_requested(TRACK("a.mp3?&download")));
-}
-
-static void test_no_download_parameter_no_attachment(void **state)
-{
-	(void)state;
-	assert_false(disposition_requested(TRACK("a.mp3")));
-	assert_false(disposition_requested(TRACK("a.mp3?")));
-	assert_false(disposition_requested(TRACK("download")));
-	assert_false(disposition_requested(TRACK("a.mp3?downloads")));
-	assert_false(disposition_requested(TRACK("a.mp3?x=download")));
-	assert_false(disposition_requested(TRACK("a.mp3?xdownload=1")));
-	assert_false(disposition_requested(TRACK("a.mp3?Download")));
-	assert_false(disposition_requested(TRACK("a.mp3?%64ownload")));
-	assert_false(disposition_requested(TRACK("a.mp3#download")));
-	assert_false(disposition_requested(TRACK("a.mp3?x#download")));
 }
 
 static void test_a_plain_ascii_name_is_only_filename(void **state)
@@ -204,16 +181,23 @@ static void test_a_buffer_too_small_is_refused_not_cut(void **state)
 {
 	(void)state;
 	char out[16];
-	assert_int_equal(disposition_value(TRACK("song.mp3?download"), ID, PATH, out, sizeof(out)),
+	assert_int_equal(disposition_value("song.mp3", strlen("song.mp3"), ID, PATH, out, sizeof(out)),
 			 0);
-	assert_int_equal(disposition_value(TRACK("song.mp3?download"), ID, PATH, out, 0), 0);
+	assert_int_equal(disposition_value("song.mp3", strlen("song.mp3"), ID, PATH, out, 0), 0);
+}
+
+static void test_no_param_falls_back_to_the_id_and_extension(void **state)
+{
+	(void)state;
+	char out[DISPOSITION_VALUE_MAX];
+	assert_int_equal(disposition_value(NULL, 0, ID, PATH, out, sizeof(out)),
+			 strlen("attachment; filename=\"" ID ".mp3\""));
+	assert_string_equal(out, "attachment; filename=\"" ID ".mp3\"");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_download_parameter_with_any_value_or_none),
-		cmocka_unit_test(test_no_download_parameter_no_attachment),
 		cmocka_unit_test(test_a_plain_ascii_name_is_only_filename),
 		cmocka_unit_test(test_spaces_and_semicolons_are_kept_inside_the_quotes),
 		cmocka_unit_test(test_quotes_backslashes_and_percent_go_to_filename_star),
@@ -226,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_the_fallback_extension_is_the_files_when_it_is_plain),
 		cmocka_unit_test(test_the_longest_name_fits_value_max),
 		cmocka_unit_test(test_a_buffer_too_small_is_refused_not_cut),
+		cmocka_unit_test(test_no_param_falls_back_to_the_id_and_extension),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
- * Unit tests for server/db/lookup_cache.h: mid -> path answers (hit, miss, and
- * "no such document"), the path copied out whole or not at all, the
- * document's ETag kept beside the path, mid -> GridFS file answers (every
+ * Unit tests for server/db/lookup_cache.h: mid -> document answers (hit, miss,
+ * and "no such document"; errors never kept), a document with an
+ * unterminated text not kept, the document's ETag kept beside the path and
+ * the GridFS file, mid -> GridFS file answers (every
  * field of struct gridfs_entry back exactly, under the TTL of found paths,
  * evicted like any entry, copied out consistently under concurrent puts), a cache
  * disabled by its settings, entries replaced by a later put, both TTLs
@@ -35,6 +36,85 @@
 #define POLL_NANOSECONDS (20 * 1000 * 1000)
 #define WAIT_LIMIT_SECONDS 3
 #define SAME_SHARD_BITS 16
+
+/* What the cache answers for a mid, as these tests compare it. */
+enum cached { CACHE_MISS, CACHE_PATH, CACHE_NEGATIVE, CACHE_GRIDFS };
+
+/* A document (malloc'd, the caller frees it) of path and ETag, each NULL for none. */
+static struct track_document *document_of(const char *path, const char *etag)
+{
+	struct track_document *document = calloc(1, sizeof(*document));
+	assert_non_null(document);
+	if (path != NULL)
+		snprintf(document->path, sizeof(document->path), "%s", path);
+	if (etag != NULL)
+		snprintf(document->fields.etag, sizeof(document->fields.etag), "%s", etag);
+	return document;
+}
+
+/* Keeps mid -> path with its document's ETag (NULL: none), or no such document (path NULL). */
+static void put_tagged(struct lookup_cache *cache, const char *mid, const char *path,
+		       const char *etag)
+{
+	if (path == NULL) {
+		lookup_cache_put(cache, mid, LOOKUP_NOT_FOUND, NULL);
+		return;
+	}
+	struct track_document *document = document_of(path, etag);
+	lookup_cache_put(cache, mid, LOOKUP_FOUND, document);
+	free(document);
+}
+
+static void put_path(struct lookup_cache *cache, const char *mid, const char *path)
+{
+	put_tagged(cache, mid, path, NULL);
+}
+
+/* Keeps mid -> a GridFS file. */
+static void put_gridfs(struct lookup_cache *cache, const char *mid, const struct gridfs_entry *file)
+{
+	struct track_document *document = document_of(NULL, NULL);
+	document->gridfs = *file;
+	lookup_cache_put(cache, mid, LOOKUP_GRIDFS, document);
+	free(document);
+}
+
+/*
+ * What the cache answers for mid, the path (and the document's ETag, when
+ * etag_out is not NULL) or the GridFS file (when gridfs_out is not NULL)
+ * copied out.
+ */
+static enum cached get_track_into(struct lookup_cache *cache, const char *mid, char *path_out,
+				  size_t path_size, char etag_out[ETAG_MAX],
+				  struct gridfs_entry *gridfs_out)
+{
+	struct track_document *document = document_of(NULL, NULL);
+	enum lookup_status found = LOOKUP_FAILED;
+	enum cached result = CACHE_MISS;
+	if (lookup_cache_get(cache, mid, &found, document)) {
+		switch (found) {
+		case LOOKUP_FOUND:
+			assert_true(strlen(document->path) < path_size);
+			strcpy(path_out, document->path);
+			if (etag_out != NULL)
+				strcpy(etag_out, document->fields.etag);
+			result = CACHE_PATH;
+			break;
+		case LOOKUP_GRIDFS:
+			if (gridfs_out != NULL)
+				*gridfs_out = document->gridfs;
+			result = CACHE_GRIDFS;
+			break;
+		case LOOKUP_NOT_FOUND:
+			result = CACHE_NEGATIVE;
+			break;
+		default:
+			fail_msg("%s: the cache gave back status %d", mid, found);
+		}
+	}
+	free(document);
+	return result;
+}
 
 /* The ObjectId-shaped mid number i: 24 hexadecimal digits. */
 static void mid_of(char out[25], unsigned i)
@@ -74,8 +154,8 @@ static int64_t wait_for_next_second(void)
  * answer, and in *seen_at the clock's second just before the get that gave it.
  * Bounded.
  */
-static enum lookup_cache_result wait_for_change(struct lookup_cache *cache, const char *mid,
-						enum lookup_cache_result expected,
+static enum cached wait_for_change(struct lookup_cache *cache, const char *mid,
+						enum cached expected,
 						int64_t *seen_at)
 {
 	char path[PATH_SIZE], etag[ETAG_MAX];
@@ -84,8 +164,8 @@ static enum lookup_cache_result wait_for_change(struct lookup_cache *cache, cons
 	clock_gettime(CLOCK_MONOTONIC, &begun);
 	for (;;) {
 		*seen_at = clock_coarse_seconds();
-		enum lookup_cache_result result =
-			lookup_cache_get_track(cache, mid, path, sizeof(path), etag, &file);
+		enum cached result =
+			get_track_into(cache, mid, path, sizeof(path), etag, &file);
 		if (result != expected)
 			return result;
 		struct timespec current;
@@ -97,17 +177,17 @@ static enum lookup_cache_result wait_for_change(struct lookup_cache *cache, cons
 }
 
 /* lookup_cache_get_track for a path alone (a GridFS entry misses). */
-static enum lookup_cache_result get_path(struct lookup_cache *cache, const char *mid,
+static enum cached get_path(struct lookup_cache *cache, const char *mid,
 					 char *path_out, size_t path_size)
 {
-	return lookup_cache_get_track(cache, mid, path_out, path_size, NULL, NULL);
+	return get_track_into(cache, mid, path_out, path_size, NULL, NULL);
 }
 
 /* lookup_cache_get_track for a path and its ETag. */
-static enum lookup_cache_result get_tagged(struct lookup_cache *cache, const char *mid,
+static enum cached get_tagged(struct lookup_cache *cache, const char *mid,
 					   char *path_out, size_t path_size, char etag_out[ETAG_MAX])
 {
-	return lookup_cache_get_track(cache, mid, path_out, path_size, etag_out, NULL);
+	return get_track_into(cache, mid, path_out, path_size, etag_out, NULL);
 }
 
 static struct lookup_cache *new_cache(size_t max_entries, unsigned ttl, unsigned negative_ttl)
@@ -122,7 +202,7 @@ static void test_get_on_an_empty_cache_misses(void **state)
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_MISS);
 	lookup_cache_free(cache);
 }
 
@@ -132,12 +212,12 @@ static void test_put_then_get_hits_and_copies_the_path(void **state)
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
 	memset(path, 'X', sizeof(path));
-	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, MID, PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, PATH);
 	/* And again: a hit does not use the entry up. */
 	memset(path, 'X', sizeof(path));
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, PATH);
 	lookup_cache_free(cache);
 }
@@ -149,63 +229,78 @@ static void test_a_tagged_entry_gives_back_the_path_and_the_document_etag(void *
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE], etag[ETAG_MAX];
-	lookup_cache_put_tagged(cache, MID, PATH, DOCUMENT_ETAG);
-	lookup_cache_put_tagged(cache, OTHER_MID, OTHER_PATH, "");
+	put_tagged(cache, MID, PATH, DOCUMENT_ETAG);
+	put_tagged(cache, OTHER_MID, OTHER_PATH, "");
 	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag),
-			 LOOKUP_CACHE_HIT);
+			 CACHE_PATH);
 	assert_string_equal(path, PATH);
 	assert_string_equal(etag, DOCUMENT_ETAG);
 	memset(etag, 'X', sizeof(etag));
 	assert_int_equal(get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
-			 LOOKUP_CACHE_HIT);
+			 CACHE_PATH);
 	assert_string_equal(etag, "");
 	/* A later put of the same id replaces the ETag with the path. */
-	lookup_cache_put(cache, MID, OTHER_PATH);
+	put_path(cache, MID, OTHER_PATH);
 	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag),
-			 LOOKUP_CACHE_HIT);
+			 CACHE_PATH);
 	assert_string_equal(path, OTHER_PATH);
 	assert_string_equal(etag, "");
 	lookup_cache_free(cache);
 }
 
-static void test_a_negative_entry_keeps_no_etag_and_an_overlong_one_is_not_kept(void **state)
+static void test_a_negative_entry_keeps_no_etag_and_an_unterminated_one_is_not_kept(void **state)
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	char path[PATH_SIZE], etag[ETAG_MAX], overlong[ETAG_MAX + 1];
-	lookup_cache_put_tagged(cache, MID, NULL, DOCUMENT_ETAG);
-	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag),
-			 LOOKUP_CACHE_NEGATIVE);
-	memset(overlong, 'a', sizeof(overlong) - 1);
-	overlong[sizeof(overlong) - 1] = '\0';
-	lookup_cache_put_tagged(cache, OTHER_MID, PATH, overlong);
-	assert_int_equal(get_tagged(cache, OTHER_MID, path, sizeof(path), etag),
-			 LOOKUP_CACHE_MISS);
+	char path[PATH_SIZE], etag[ETAG_MAX];
+	put_tagged(cache, MID, NULL, DOCUMENT_ETAG);
+	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag), CACHE_NEGATIVE);
+	struct track_document *document = document_of(PATH, NULL);
+	memset(document->fields.etag, 'a', sizeof(document->fields.etag));
+	lookup_cache_put(cache, OTHER_MID, LOOKUP_FOUND, document);
+	assert_int_equal(get_tagged(cache, OTHER_MID, path, sizeof(path), etag), CACHE_MISS);
+	free(document);
 	lookup_cache_free(cache);
 }
 
-static void test_a_path_of_path_max_bytes_or_more_is_not_kept(void **state)
+static void test_a_path_that_fills_its_array_is_not_kept(void **state)
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	char *huge = malloc(8 * 1024 * 1024 + 1), path[PATH_SIZE];
-	assert_non_null(huge);
-	memset(huge, '/', 8 * 1024 * 1024);
-	huge[8 * 1024 * 1024] = '\0';
-	lookup_cache_put(cache, MID, huge);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
-	huge[PATH_MAX] = '\0'; /* PATH_MAX bytes: still too long, with its NUL */
-	lookup_cache_put(cache, MID, huge);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
-	huge[PATH_MAX - 1] = '\0'; /* the longest path a file can have */
-	lookup_cache_put(cache, OTHER_MID, huge);
+	char path[PATH_SIZE];
+	struct track_document *document = document_of(PATH, NULL);
+	memset(document->path, '/', sizeof(document->path)); /* no NUL: no file has such a path */
+	lookup_cache_put(cache, MID, LOOKUP_FOUND, document);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_MISS);
+	document->path[PATH_MAX - 1] = '\0'; /* the longest path a file can have */
+	lookup_cache_put(cache, OTHER_MID, LOOKUP_FOUND, document);
 	char *longest = malloc(PATH_MAX);
 	assert_non_null(longest);
-	assert_int_equal(get_path(cache, OTHER_MID, longest, PATH_MAX), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, OTHER_MID, longest, PATH_MAX), CACHE_PATH);
 	assert_int_equal(strlen(longest), PATH_MAX - 1);
 	assert_int_equal(lookup_cache_stats(cache).entries, 1);
 	free(longest);
-	free(huge);
+	free(document);
+	lookup_cache_free(cache);
+}
+
+static void test_an_error_is_never_kept(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct track_document *document = document_of(PATH, NULL);
+	const enum lookup_status errors[] = {LOOKUP_NO_PATH, LOOKUP_UNAVAILABLE, LOOKUP_FAILED,
+					     LOOKUP_BAD_DATA};
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+		lookup_cache_put(cache, MID, errors[i], document);
+	assert_int_equal(lookup_cache_stats(cache).entries, 0);
+	/* And an error put after a found document leaves that document as it was. */
+	lookup_cache_put(cache, MID, LOOKUP_FOUND, document);
+	lookup_cache_put(cache, MID, LOOKUP_UNAVAILABLE, NULL);
+	char path[PATH_SIZE];
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
+	assert_string_equal(path, PATH);
+	free(document);
 	lookup_cache_free(cache);
 }
 
@@ -215,9 +310,9 @@ static void test_put_keeps_its_own_copy_of_the_path(void **state)
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char given[] = PATH;
 	char path[PATH_SIZE];
-	lookup_cache_put(cache, MID, given);
+	put_path(cache, MID, given);
 	memset(given, 'Y', sizeof(given) - 1);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, PATH);
 	lookup_cache_free(cache);
 }
@@ -227,14 +322,14 @@ static void test_distinct_mids_keep_their_own_paths(void **state)
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
-	lookup_cache_put(cache, MID, PATH);
-	lookup_cache_put(cache, OTHER_MID, OTHER_PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, MID, PATH);
+	put_path(cache, OTHER_MID, OTHER_PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, PATH);
-	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, OTHER_PATH);
 	assert_int_equal(get_path(cache, "65f0c0ffee0000000000abcf", path, sizeof(path)),
-			 LOOKUP_CACHE_MISS);
+			 CACHE_MISS);
 	lookup_cache_free(cache);
 }
 
@@ -243,9 +338,9 @@ static void test_negative_entry_answers_negative(void **state)
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
-	lookup_cache_put(cache, MID, NULL);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
-	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	put_path(cache, MID, NULL);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_NEGATIVE);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), CACHE_MISS);
 	lookup_cache_free(cache);
 }
 
@@ -254,12 +349,12 @@ static void test_negative_ttl_zero_keeps_no_negative_entry(void **state)
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, 0);
 	char path[PATH_SIZE];
-	lookup_cache_put(cache, MID, NULL);
+	put_path(cache, MID, NULL);
 	assert_int_equal(lookup_cache_stats(cache).entries, 0);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_MISS);
 	/* Paths are still kept. */
-	lookup_cache_put(cache, OTHER_MID, PATH);
-	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, OTHER_MID, PATH);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), CACHE_PATH);
 	lookup_cache_free(cache);
 }
 
@@ -268,10 +363,10 @@ static void check_disabled(size_t max_entries, unsigned ttl, unsigned negative_t
 {
 	struct lookup_cache *cache = new_cache(max_entries, ttl, negative_ttl);
 	char path[PATH_SIZE];
-	lookup_cache_put(cache, MID, PATH);
-	lookup_cache_put(cache, OTHER_MID, NULL);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	put_path(cache, MID, PATH);
+	put_path(cache, OTHER_MID, NULL);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_MISS);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), CACHE_MISS);
 	struct cache_stats stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.entries, 0);
 	assert_int_equal(stats.hits, 0);
@@ -290,44 +385,14 @@ static void test_zero_ttl_disables_the_cache(void **state)
 	check_disabled(10, 0, NEGATIVE_TTL);
 }
 
-/* A heap buffer of exactly size bytes, so ASan sees a write past it. */
-static enum lookup_cache_result get_into(struct lookup_cache *cache, const char *mid, size_t size,
-					 char *copy, size_t copy_size)
-{
-	char *out = malloc(size ? size : 1);
-	assert_non_null(out);
-	enum lookup_cache_result result = get_path(cache, mid, out, size);
-	if (result == LOOKUP_CACHE_HIT)
-		snprintf(copy, copy_size, "%s", out);
-	free(out);
-	return result;
-}
-
-static void test_path_that_does_not_fit_the_buffer_is_a_miss(void **state)
-{
-	(void)state;
-	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	char copy[PATH_SIZE];
-	lookup_cache_put(cache, MID, PATH);
-	/* strlen(PATH) bytes leave no room for the terminator. */
-	assert_int_equal(get_into(cache, MID, strlen(PATH), copy, sizeof(copy)), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_into(cache, MID, 1, copy, sizeof(copy)), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_into(cache, MID, 0, copy, sizeof(copy)), LOOKUP_CACHE_MISS);
-	/* Exactly enough room; and the entry was kept through the misses. */
-	assert_int_equal(get_into(cache, MID, strlen(PATH) + 1, copy, sizeof(copy)),
-			 LOOKUP_CACHE_HIT);
-	assert_string_equal(copy, PATH);
-	lookup_cache_free(cache);
-}
-
 static void test_put_replaces_the_path_of_an_existing_entry(void **state)
 {
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
-	lookup_cache_put(cache, MID, PATH);
-	lookup_cache_put(cache, MID, OTHER_PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, MID, PATH);
+	put_path(cache, MID, OTHER_PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, OTHER_PATH);
 	struct cache_stats stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.entries, 1);
@@ -340,12 +405,12 @@ static void test_put_replaces_a_negative_entry_and_is_replaced_by_one(void **sta
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
-	lookup_cache_put(cache, MID, NULL);
-	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, MID, NULL);
+	put_path(cache, MID, PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, PATH);
-	lookup_cache_put(cache, MID, NULL);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
+	put_path(cache, MID, NULL);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_NEGATIVE);
 	assert_int_equal(lookup_cache_stats(cache).entries, 1);
 	lookup_cache_free(cache);
 }
@@ -368,16 +433,16 @@ static void test_entry_hits_until_its_ttl_passes_then_misses(void **state)
 	struct lookup_cache *cache = new_cache(10, 1, NEGATIVE_TTL);
 	char path[PATH_SIZE];
 	int64_t put_at = wait_for_next_second();
-	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, MID, PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	int64_t missed_at;
-	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_HIT, &missed_at),
-			 LOOKUP_CACHE_MISS);
+	assert_int_equal(wait_for_change(cache, MID, CACHE_PATH, &missed_at),
+			 CACHE_MISS);
 	/* Gone once the clock is one second on, and not before. */
 	assert_true(clock_coarse_seconds() - put_at >= 1);
 	assert_true(missed_at - put_at <= 1);
 	/* Once expired it stays gone. */
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_MISS);
 	lookup_cache_free(cache);
 }
 
@@ -387,22 +452,22 @@ static void test_new_ttls_apply_to_entries_already_kept(void **state)
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	char path[PATH_SIZE];
 	int64_t put_at = wait_for_next_second();
-	lookup_cache_put(cache, MID, PATH);
-	lookup_cache_put(cache, OTHER_MID, NULL);
+	put_path(cache, MID, PATH);
+	put_path(cache, OTHER_MID, NULL);
 	/* A reload shortens both: entries count from their put, so they go within a second. */
 	lookup_cache_set_ttl(cache, 1, 1);
 	int64_t missed_at;
-	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_HIT, &missed_at),
-			 LOOKUP_CACHE_MISS);
+	assert_int_equal(wait_for_change(cache, MID, CACHE_PATH, &missed_at),
+			 CACHE_MISS);
 	assert_true(missed_at - put_at <= 1);
-	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), CACHE_MISS);
 	/* A TTL of 0 turns the cache off; a longer one turns it back on. */
 	lookup_cache_set_ttl(cache, 0, NEGATIVE_TTL);
-	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
+	put_path(cache, MID, PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_MISS);
 	lookup_cache_set_ttl(cache, TTL, NEGATIVE_TTL);
-	lookup_cache_put(cache, MID, PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, MID, PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	lookup_cache_free(cache);
 }
 
@@ -412,16 +477,16 @@ static void test_negative_entry_expires_after_the_negative_ttl(void **state)
 	struct lookup_cache *cache = new_cache(10, TTL, 1);
 	char path[PATH_SIZE];
 	int64_t put_at = wait_for_next_second();
-	lookup_cache_put(cache, MID, NULL);
-	lookup_cache_put(cache, OTHER_MID, PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_NEGATIVE);
+	put_path(cache, MID, NULL);
+	put_path(cache, OTHER_MID, PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_NEGATIVE);
 	int64_t missed_at;
-	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_NEGATIVE, &missed_at),
-			 LOOKUP_CACHE_MISS);
+	assert_int_equal(wait_for_change(cache, MID, CACHE_NEGATIVE, &missed_at),
+			 CACHE_MISS);
 	assert_true(clock_coarse_seconds() - put_at >= 1);
 	assert_true(missed_at - put_at <= 1);
 	/* The path put at the same moment lives by the longer TTL. */
-	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, PATH);
 	lookup_cache_free(cache);
 }
@@ -435,21 +500,21 @@ static void test_entries_are_bounded_and_the_newest_is_kept(void **state)
 	for (unsigned i = 0; i < PUTS; i++) {
 		mid_of(mid, i);
 		snprintf(expected, sizeof(expected), "/music/%u.mp3", i);
-		lookup_cache_put(cache, mid, expected);
+		put_path(cache, mid, expected);
 		assert_true(lookup_cache_stats(cache).entries <= MAX);
 	}
 	struct cache_stats stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.entries, MAX);
 	assert_int_equal(stats.evictions + stats.entries, PUTS);
 	mid_of(mid, PUTS - 1);
-	assert_int_equal(get_path(cache, mid, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mid, path, sizeof(path)), CACHE_PATH);
 	snprintf(expected, sizeof(expected), "/music/%u.mp3", PUTS - 1);
 	assert_string_equal(path, expected);
 	/* Exactly MAX of the mids still hit, each with its own path. */
 	unsigned hits = 0;
 	for (unsigned i = 0; i < PUTS; i++) {
 		mid_of(mid, i);
-		if (get_path(cache, mid, path, sizeof(path)) == LOOKUP_CACHE_HIT) {
+		if (get_path(cache, mid, path, sizeof(path)) == CACHE_PATH) {
 			snprintf(expected, sizeof(expected), "/music/%u.mp3", i);
 			assert_string_equal(path, expected);
 			hits++;
@@ -467,7 +532,7 @@ static void test_negative_entries_count_against_the_bound(void **state)
 	char mid[25];
 	for (unsigned i = 0; i < PUTS; i++) {
 		mid_of(mid, i);
-		lookup_cache_put(cache, mid, i % 2 ? NULL : "/music/a.mp3");
+		put_path(cache, mid, i % 2 ? NULL : "/music/a.mp3");
 	}
 	struct cache_stats stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.entries, MAX);
@@ -502,15 +567,15 @@ static void test_full_shard_evicts_its_least_recently_used_entry(void **state)
 	char mids[3][25], path[PATH_SIZE];
 	mids_in_one_shard(mids, 3);
 	struct lookup_cache *cache = new_cache(2, TTL, NEGATIVE_TTL);
-	lookup_cache_put(cache, mids[0], "/music/0.mp3");
-	lookup_cache_put(cache, mids[1], "/music/1.mp3");
+	put_path(cache, mids[0], "/music/0.mp3");
+	put_path(cache, mids[1], "/music/1.mp3");
 	/* A hit makes the first the most recently used: the second goes. */
-	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_HIT);
-	lookup_cache_put(cache, mids[2], "/music/2.mp3");
-	assert_int_equal(get_path(cache, mids[1], path, sizeof(path)), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), CACHE_PATH);
+	put_path(cache, mids[2], "/music/2.mp3");
+	assert_int_equal(get_path(cache, mids[1], path, sizeof(path)), CACHE_MISS);
+	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, "/music/0.mp3");
-	assert_int_equal(get_path(cache, mids[2], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, mids[2], path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, "/music/2.mp3");
 	assert_int_equal(lookup_cache_stats(cache).evictions, 1);
 	lookup_cache_free(cache);
@@ -522,12 +587,12 @@ static void test_full_shard_without_hits_evicts_the_oldest_put(void **state)
 	char mids[3][25], path[PATH_SIZE];
 	mids_in_one_shard(mids, 3);
 	struct lookup_cache *cache = new_cache(2, TTL, NEGATIVE_TTL);
-	lookup_cache_put(cache, mids[0], "/music/0.mp3");
-	lookup_cache_put(cache, mids[1], "/music/1.mp3");
-	lookup_cache_put(cache, mids[2], "/music/2.mp3");
-	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_path(cache, mids[1], path, sizeof(path)), LOOKUP_CACHE_HIT);
-	assert_int_equal(get_path(cache, mids[2], path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, mids[0], "/music/0.mp3");
+	put_path(cache, mids[1], "/music/1.mp3");
+	put_path(cache, mids[2], "/music/2.mp3");
+	assert_int_equal(get_path(cache, mids[0], path, sizeof(path)), CACHE_MISS);
+	assert_int_equal(get_path(cache, mids[1], path, sizeof(path)), CACHE_PATH);
+	assert_int_equal(get_path(cache, mids[2], path, sizeof(path)), CACHE_PATH);
 	lookup_cache_free(cache);
 }
 
@@ -545,7 +610,7 @@ static void *put_range(void *argument)
 	pthread_barrier_wait(putter->start);
 	for (unsigned i = putter->first; i < putter->first + putter->count; i++) {
 		mid_of(mid, i);
-		lookup_cache_put(putter->cache, mid, "/music/a.mp3");
+		put_path(putter->cache, mid, "/music/a.mp3");
 	}
 	return NULL;
 }
@@ -584,21 +649,20 @@ static void test_stats_count_hits_and_misses_exactly(void **state)
 	assert_int_equal(stats.evictions, 0);
 	assert_int_equal(stats.entries, 0);
 
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
-	lookup_cache_put(cache, MID, PATH);
-	lookup_cache_put(cache, OTHER_MID, OTHER_PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_MISS);
+	put_path(cache, MID, PATH);
+	put_path(cache, OTHER_MID, OTHER_PATH);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(get_path(cache, MID, path, sizeof(path)),
-				 LOOKUP_CACHE_HIT);
+				 CACHE_PATH);
 	}
-	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	assert_int_equal(get_path(cache, OTHER_MID, path, sizeof(path)), CACHE_PATH);
 	assert_int_equal(get_path(cache, "65f0c0ffee0000000000ffff", path, sizeof(path)),
-			 LOOKUP_CACHE_MISS);
-	assert_int_equal(get_path(cache, MID, path, 4), LOOKUP_CACHE_MISS);
+			 CACHE_MISS);
 
 	stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.hits, 4);
-	assert_int_equal(stats.misses, 3);
+	assert_int_equal(stats.misses, 2);
 	assert_int_equal(stats.evictions, 0);
 	assert_int_equal(stats.entries, 2);
 	lookup_cache_free(cache);
@@ -628,11 +692,11 @@ static void assert_same_file(const struct gridfs_entry *got, const struct gridfs
 	assert_string_equal(got->filename, want->filename);
 }
 
-static enum lookup_cache_result get_track(struct lookup_cache *cache, const char *mid,
+static enum cached get_track(struct lookup_cache *cache, const char *mid,
 					  struct gridfs_entry *file)
 {
 	char path[PATH_SIZE], etag[ETAG_MAX];
-	return lookup_cache_get_track(cache, mid, path, sizeof(path), etag, file);
+	return get_track_into(cache, mid, path, sizeof(path), etag, file);
 }
 
 static void test_a_gridfs_entry_gives_back_every_field_of_the_file(void **state)
@@ -641,18 +705,18 @@ static void test_a_gridfs_entry_gives_back_every_field_of_the_file(void **state)
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	struct gridfs_entry want = gridfs_entry_of(7), got;
 	char path[PATH_SIZE], etag[ETAG_MAX];
-	lookup_cache_put_gridfs(cache, MID, &want);
+	put_gridfs(cache, MID, &want);
 	memset(&got, 'X', sizeof(got));
 	memcpy(path, "untouched", sizeof("untouched"));
 	memcpy(etag, "untouched", sizeof("untouched"));
-	assert_int_equal(lookup_cache_get_track(cache, MID, path, sizeof(path), etag, &got),
-			 LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track_into(cache, MID, path, sizeof(path), etag, &got),
+			 CACHE_GRIDFS);
 	assert_same_file(&got, &want);
 	assert_string_equal(path, "untouched");
 	assert_string_equal(etag, "untouched");
 	/* And again: a hit does not use the entry up. */
 	memset(&got, 'X', sizeof(got));
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_GRIDFS);
 	assert_same_file(&got, &want);
 	lookup_cache_free(cache);
 }
@@ -668,13 +732,13 @@ static void test_a_gridfs_entry_keeps_empty_and_longest_texts_exactly(void **sta
 	longest.content_type[GRIDFS_TEXT_MAX - 1] = '\0';
 	memset(longest.filename, 'n', GRIDFS_TEXT_MAX - 1);
 	longest.filename[GRIDFS_TEXT_MAX - 1] = '\0';
-	lookup_cache_put_gridfs(cache, MID, &empty);
-	lookup_cache_put_gridfs(cache, OTHER_MID, &longest);
+	put_gridfs(cache, MID, &empty);
+	put_gridfs(cache, OTHER_MID, &longest);
 	memset(&got, 'X', sizeof(got));
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_GRIDFS);
 	assert_same_file(&got, &empty);
 	memset(&got, 'X', sizeof(got));
-	assert_int_equal(get_track(cache, OTHER_MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track(cache, OTHER_MID, &got), CACHE_GRIDFS);
 	assert_same_file(&got, &longest);
 	lookup_cache_free(cache);
 }
@@ -686,10 +750,10 @@ static void test_a_gridfs_file_with_an_unterminated_text_is_not_kept(void **stat
 	struct gridfs_entry bad_type = gridfs_entry_of(1), bad_name = gridfs_entry_of(2), got;
 	memset(bad_type.content_type, 't', sizeof(bad_type.content_type));
 	memset(bad_name.filename, 'n', sizeof(bad_name.filename));
-	lookup_cache_put_gridfs(cache, MID, &bad_type);
-	lookup_cache_put_gridfs(cache, OTHER_MID, &bad_name);
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_track(cache, OTHER_MID, &got), LOOKUP_CACHE_MISS);
+	put_gridfs(cache, MID, &bad_type);
+	put_gridfs(cache, OTHER_MID, &bad_name);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_MISS);
+	assert_int_equal(get_track(cache, OTHER_MID, &got), CACHE_MISS);
 	assert_int_equal(lookup_cache_stats(cache).entries, 0);
 	lookup_cache_free(cache);
 }
@@ -699,28 +763,10 @@ static void test_put_keeps_its_own_copy_of_the_gridfs_file(void **state)
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	struct gridfs_entry given = gridfs_entry_of(3), want = gridfs_entry_of(3), got;
-	lookup_cache_put_gridfs(cache, MID, &given);
+	put_gridfs(cache, MID, &given);
 	memset(&given, 'Y', sizeof(given));
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_GRIDFS);
 	assert_same_file(&got, &want);
-	lookup_cache_free(cache);
-}
-
-static void test_path_only_gets_miss_a_gridfs_entry_they_cannot_hold(void **state)
-{
-	(void)state;
-	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
-	struct gridfs_entry file = gridfs_entry_of(4), got;
-	char path[PATH_SIZE], etag[ETAG_MAX];
-	lookup_cache_put_gridfs(cache, MID, &file);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_tagged(cache, MID, path, sizeof(path), etag),
-			 LOOKUP_CACHE_MISS);
-	assert_int_equal(lookup_cache_get_track(cache, MID, path, sizeof(path), etag, NULL),
-			 LOOKUP_CACHE_MISS);
-	/* The entry is still there for a caller that can take it. */
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
-	assert_same_file(&got, &file);
 	lookup_cache_free(cache);
 }
 
@@ -730,15 +776,15 @@ static void test_a_disk_entry_through_get_track_gives_the_path_and_etag(void **s
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	struct gridfs_entry got = gridfs_entry_of(9), untouched = gridfs_entry_of(9);
 	char path[PATH_SIZE], etag[ETAG_MAX];
-	lookup_cache_put_tagged(cache, MID, PATH, DOCUMENT_ETAG);
-	lookup_cache_put(cache, OTHER_MID, NULL);
-	assert_int_equal(lookup_cache_get_track(cache, MID, path, sizeof(path), etag, &got),
-			 LOOKUP_CACHE_HIT);
+	put_tagged(cache, MID, PATH, DOCUMENT_ETAG);
+	put_path(cache, OTHER_MID, NULL);
+	assert_int_equal(get_track_into(cache, MID, path, sizeof(path), etag, &got),
+			 CACHE_PATH);
 	assert_string_equal(path, PATH);
 	assert_string_equal(etag, DOCUMENT_ETAG);
 	assert_same_file(&got, &untouched);
-	assert_int_equal(lookup_cache_get_track(cache, OTHER_MID, path, sizeof(path), etag, &got),
-			 LOOKUP_CACHE_NEGATIVE);
+	assert_int_equal(get_track_into(cache, OTHER_MID, path, sizeof(path), etag, &got),
+			 CACHE_NEGATIVE);
 	lookup_cache_free(cache);
 }
 
@@ -748,19 +794,19 @@ static void test_puts_replace_a_gridfs_entry_and_are_replaced_by_one(void **stat
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	struct gridfs_entry first = gridfs_entry_of(1), second = gridfs_entry_of(2), got;
 	char path[PATH_SIZE];
-	lookup_cache_put(cache, MID, PATH);
-	lookup_cache_put_gridfs(cache, MID, &first);
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	put_path(cache, MID, PATH);
+	put_gridfs(cache, MID, &first);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_GRIDFS);
 	assert_same_file(&got, &first);
-	lookup_cache_put_gridfs(cache, MID, &second);
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	put_gridfs(cache, MID, &second);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_GRIDFS);
 	assert_same_file(&got, &second);
-	lookup_cache_put(cache, MID, OTHER_PATH);
-	assert_int_equal(get_path(cache, MID, path, sizeof(path)), LOOKUP_CACHE_HIT);
+	put_path(cache, MID, OTHER_PATH);
+	assert_int_equal(get_path(cache, MID, path, sizeof(path)), CACHE_PATH);
 	assert_string_equal(path, OTHER_PATH);
-	lookup_cache_put_gridfs(cache, MID, &first);
-	lookup_cache_put(cache, MID, NULL);
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_NEGATIVE);
+	put_gridfs(cache, MID, &first);
+	put_path(cache, MID, NULL);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_NEGATIVE);
 	struct cache_stats stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.entries, 1);
 	assert_int_equal(stats.evictions, 0);
@@ -773,10 +819,10 @@ static void test_a_disabled_cache_keeps_no_gridfs_entry(void **state)
 	struct gridfs_entry file = gridfs_entry_of(5), got;
 	struct lookup_cache *off = new_cache(0, TTL, NEGATIVE_TTL);
 	struct lookup_cache *zero_ttl = new_cache(10, 0, NEGATIVE_TTL);
-	lookup_cache_put_gridfs(off, MID, &file);
-	lookup_cache_put_gridfs(zero_ttl, MID, &file);
-	assert_int_equal(get_track(off, MID, &got), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_track(zero_ttl, MID, &got), LOOKUP_CACHE_MISS);
+	put_gridfs(off, MID, &file);
+	put_gridfs(zero_ttl, MID, &file);
+	assert_int_equal(get_track(off, MID, &got), CACHE_MISS);
+	assert_int_equal(get_track(zero_ttl, MID, &got), CACHE_MISS);
 	assert_int_equal(lookup_cache_stats(off).entries, 0);
 	assert_int_equal(lookup_cache_stats(zero_ttl).entries, 0);
 	lookup_cache_free(off);
@@ -789,11 +835,11 @@ static void test_a_gridfs_entry_lives_by_the_ttl_of_found_paths(void **state)
 	struct lookup_cache *cache = new_cache(10, 1, NEGATIVE_TTL);
 	struct gridfs_entry file = gridfs_entry_of(6), got;
 	int64_t put_at = wait_for_next_second();
-	lookup_cache_put_gridfs(cache, MID, &file);
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	put_gridfs(cache, MID, &file);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_GRIDFS);
 	int64_t missed_at;
-	assert_int_equal(wait_for_change(cache, MID, LOOKUP_CACHE_GRIDFS, &missed_at),
-			 LOOKUP_CACHE_MISS);
+	assert_int_equal(wait_for_change(cache, MID, CACHE_GRIDFS, &missed_at),
+			 CACHE_MISS);
 	assert_true(clock_coarse_seconds() - put_at >= 1);
 	assert_true(missed_at - put_at <= 1);
 	assert_int_equal(lookup_cache_stats(cache).entries, 0);
@@ -806,13 +852,13 @@ static void test_a_gridfs_entry_outlives_the_negative_ttl(void **state)
 	struct lookup_cache *cache = new_cache(10, TTL, 1);
 	struct gridfs_entry file = gridfs_entry_of(8), got;
 	wait_for_next_second();
-	lookup_cache_put_gridfs(cache, MID, &file);
-	lookup_cache_put(cache, OTHER_MID, NULL);
+	put_gridfs(cache, MID, &file);
+	put_path(cache, OTHER_MID, NULL);
 	int64_t missed_at;
-	assert_int_equal(wait_for_change(cache, OTHER_MID, LOOKUP_CACHE_NEGATIVE, &missed_at),
-			 LOOKUP_CACHE_MISS);
+	assert_int_equal(wait_for_change(cache, OTHER_MID, CACHE_NEGATIVE, &missed_at),
+			 CACHE_MISS);
 	/* The negative entry put with it is gone; the file is not. */
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_GRIDFS);
 	assert_same_file(&got, &file);
 	lookup_cache_free(cache);
 }
@@ -828,9 +874,9 @@ static void test_gridfs_entries_are_bounded_and_evicted_like_any(void **state)
 		struct gridfs_entry file = gridfs_entry_of(i);
 		mid_of(mid, i);
 		if (i % 3 == 1)
-			lookup_cache_put(cache, mid, "/music/a.mp3");
+			put_path(cache, mid, "/music/a.mp3");
 		else
-			lookup_cache_put_gridfs(cache, mid, &file);
+			put_gridfs(cache, mid, &file);
 		assert_true(lookup_cache_stats(cache).entries <= MAX);
 	}
 	struct cache_stats stats = lookup_cache_stats(cache);
@@ -838,17 +884,17 @@ static void test_gridfs_entries_are_bounded_and_evicted_like_any(void **state)
 	assert_int_equal(stats.evictions + stats.entries, PUTS);
 	/* The newest is kept, and every GridFS entry kept is its own mid's file. */
 	mid_of(mid, PUTS - 1);
-	assert_int_equal(get_track(cache, mid, &got), LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track(cache, mid, &got), CACHE_GRIDFS);
 	unsigned kept = 0;
 	for (unsigned i = 0; i < PUTS; i++) {
 		mid_of(mid, i);
-		enum lookup_cache_result result = get_track(cache, mid, &got);
-		if (result == LOOKUP_CACHE_GRIDFS) {
+		enum cached result = get_track(cache, mid, &got);
+		if (result == CACHE_GRIDFS) {
 			struct gridfs_entry want = gridfs_entry_of(i);
 			assert_int_not_equal(i % 3, 1);
 			assert_same_file(&got, &want);
 		}
-		if (result != LOOKUP_CACHE_MISS)
+		if (result != CACHE_MISS)
 			kept++;
 	}
 	assert_int_equal(kept, MAX);
@@ -863,15 +909,15 @@ static void test_full_shard_evicts_its_least_recently_used_gridfs_entry(void **s
 	struct gridfs_entry got;
 	mids_in_one_shard(mids, 3);
 	struct lookup_cache *cache = new_cache(2, TTL, NEGATIVE_TTL);
-	lookup_cache_put_gridfs(cache, mids[0], &files[0]);
-	lookup_cache_put_gridfs(cache, mids[1], &files[1]);
+	put_gridfs(cache, mids[0], &files[0]);
+	put_gridfs(cache, mids[1], &files[1]);
 	/* A hit makes the first the most recently used: the second goes. */
-	assert_int_equal(get_track(cache, mids[0], &got), LOOKUP_CACHE_GRIDFS);
-	lookup_cache_put_gridfs(cache, mids[2], &files[2]);
-	assert_int_equal(get_track(cache, mids[1], &got), LOOKUP_CACHE_MISS);
-	assert_int_equal(get_track(cache, mids[0], &got), LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track(cache, mids[0], &got), CACHE_GRIDFS);
+	put_gridfs(cache, mids[2], &files[2]);
+	assert_int_equal(get_track(cache, mids[1], &got), CACHE_MISS);
+	assert_int_equal(get_track(cache, mids[0], &got), CACHE_GRIDFS);
 	assert_same_file(&got, &files[0]);
-	assert_int_equal(get_track(cache, mids[2], &got), LOOKUP_CACHE_GRIDFS);
+	assert_int_equal(get_track(cache, mids[2], &got), CACHE_GRIDFS);
 	assert_same_file(&got, &files[2]);
 	assert_int_equal(lookup_cache_stats(cache).evictions, 1);
 	lookup_cache_free(cache);
@@ -882,14 +928,32 @@ static void test_gridfs_hits_count_as_hits(void **state)
 	(void)state;
 	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
 	struct gridfs_entry file = gridfs_entry_of(1), got;
-	assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_MISS);
-	lookup_cache_put_gridfs(cache, MID, &file);
+	assert_int_equal(get_track(cache, MID, &got), CACHE_MISS);
+	put_gridfs(cache, MID, &file);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(get_track(cache, MID, &got), LOOKUP_CACHE_GRIDFS);
+		assert_int_equal(get_track(cache, MID, &got), CACHE_GRIDFS);
 	struct cache_stats stats = lookup_cache_stats(cache);
 	assert_int_equal(stats.hits, 3);
 	assert_int_equal(stats.misses, 1);
 	assert_int_equal(stats.entries, 1);
+	lookup_cache_free(cache);
+}
+
+static void test_a_gridfs_entry_keeps_the_document_fields_too(void **state)
+{
+	(void)state;
+	struct lookup_cache *cache = new_cache(10, TTL, NEGATIVE_TTL);
+	struct track_document *document = document_of(NULL, DOCUMENT_ETAG);
+	struct track_document *got = document_of(NULL, NULL);
+	document->gridfs = gridfs_entry_of(5);
+	lookup_cache_put(cache, MID, LOOKUP_GRIDFS, document);
+	enum lookup_status found;
+	assert_true(lookup_cache_get(cache, MID, &found, got));
+	assert_int_equal(found, LOOKUP_GRIDFS);
+	assert_same_file(&got->gridfs, &document->gridfs);
+	assert_string_equal(got->fields.etag, DOCUMENT_ETAG);
+	free(got);
+	free(document);
 	lookup_cache_free(cache);
 }
 
@@ -919,21 +983,21 @@ static void *churn(void *argument)
 		snprintf(want_path, sizeof(want_path), "/music/%u.mp3", i);
 		if (!churner->reader) {
 			if (round % 2)
-				lookup_cache_put_gridfs(churner->cache, mid, &want);
+				put_gridfs(churner->cache, mid, &want);
 			else
-				lookup_cache_put(churner->cache, mid, want_path);
+				put_path(churner->cache, mid, want_path);
 			continue;
 		}
-		switch (lookup_cache_get_track(churner->cache, mid, path, sizeof(path), etag, &got)) {
-		case LOOKUP_CACHE_GRIDFS:
+		switch (get_track_into(churner->cache, mid, path, sizeof(path), etag, &got)) {
+		case CACHE_GRIDFS:
 			assert_same_file(&got, &want);
 			churner->gridfs_reads++;
 			break;
-		case LOOKUP_CACHE_HIT:
+		case CACHE_PATH:
 			assert_string_equal(path, want_path);
 			break;
-		case LOOKUP_CACHE_MISS:
-		case LOOKUP_CACHE_NEGATIVE:
+		case CACHE_MISS:
+		case CACHE_NEGATIVE:
 			break;
 		}
 	}
@@ -954,7 +1018,7 @@ static void test_gridfs_entries_read_while_replaced_are_whole(void **state)
 		char mid[25];
 		struct gridfs_entry file = gridfs_entry_of(i);
 		mid_of(mid, i);
-		lookup_cache_put_gridfs(cache, mid, &file);
+		put_gridfs(cache, mid, &file);
 	}
 	for (unsigned i = 0; i < THREADS; i++) {
 		churners[i] = (struct churner){cache, &start, i >= WRITERS, 0};
@@ -976,16 +1040,16 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get_on_an_empty_cache_misses),
 		cmocka_unit_test(test_put_then_get_hits_and_copies_the_path),
-		cmocka_unit_test(test_a_path_of_path_max_bytes_or_more_is_not_kept),
+		cmocka_unit_test(test_a_path_that_fills_its_array_is_not_kept),
 		cmocka_unit_test(test_put_keeps_its_own_copy_of_the_path),
 		cmocka_unit_test(test_a_tagged_entry_gives_back_the_path_and_the_document_etag),
-		cmocka_unit_test(test_a_negative_entry_keeps_no_etag_and_an_overlong_one_is_not_kept),
+		cmocka_unit_test(test_a_negative_entry_keeps_no_etag_and_an_unterminated_one_is_not_kept),
+		cmocka_unit_test(test_an_error_is_never_kept),
 		cmocka_unit_test(test_distinct_mids_keep_their_own_paths),
 		cmocka_unit_test(test_negative_entry_answers_negative),
 		cmocka_unit_test(test_negative_ttl_zero_keeps_no_negative_entry),
 		cmocka_unit_test(test_zero_max_entries_disables_the_cache),
 		cmocka_unit_test(test_zero_ttl_disables_the_cache),
-		cmocka_unit_test(test_path_that_does_not_fit_the_buffer_is_a_miss),
 		cmocka_unit_test(test_put_replaces_the_path_of_an_existing_entry),
 		cmocka_unit_test(test_put_replaces_a_negative_entry_and_is_replaced_by_one),
 		cmocka_unit_test(test_clock_is_the_coarse_monotonic_clock_in_seconds),
@@ -1002,7 +1066,6 @@ int main(void)
 		cmocka_unit_test(test_a_gridfs_entry_keeps_empty_and_longest_texts_exactly),
 		cmocka_unit_test(test_a_gridfs_file_with_an_unterminated_text_is_not_kept),
 		cmocka_unit_test(test_put_keeps_its_own_copy_of_the_gridfs_file),
-		cmocka_unit_test(test_path_only_gets_miss_a_gridfs_entry_they_cannot_hold),
 		cmocka_unit_test(test_a_disk_entry_through_get_track_gives_the_path_and_etag),
 		cmocka_unit_test(test_puts_replace_a_gridfs_entry_and_are_replaced_by_one),
 		cmocka_unit_test(test_a_disabled_cache_keeps_no_gridfs_entry),
@@ -1011,6 +1074,7 @@ int main(void)
 		cmocka_unit_test(test_gridfs_entries_are_bounded_and_evicted_like_any),
 		cmocka_unit_test(test_full_shard_evicts_its_least_recently_used_gridfs_entry),
 		cmocka_unit_test(test_gridfs_hits_count_as_hits),
+		cmocka_unit_test(test_a_gridfs_entry_keeps_the_document_fields_too),
 		cmocka_unit_test(test_gridfs_entries_read_while_replaced_are_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

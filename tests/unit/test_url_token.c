@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "http/route.h"
 #include "http/url_token.h"
 
 /* "musicd-example-key-0123456789abc", hex-encoded: the key of the worked example
@@ -75,9 +76,19 @@ static const struct url_keys *example_keys(void)
 	return keys_of(&keys, hex, 1);
 }
 
+/* The whole check of a request for target, its token in the query parameter name. */
+static enum url_token_verdict check_target(const char *target, const char *name,
+					   const struct url_keys *keys, int64_t now, unsigned leeway,
+					   const char *mid)
+{
+	struct route route = route_parse(target);
+	struct query_parameter token = route_query_find(&route, name);
+	return url_token_check(&token, keys, now, leeway, mid);
+}
+
 static enum url_token_verdict check_at(const char *target, int64_t now)
 {
-	return url_token_check(target, "__token__", example_keys(), now, LEEWAY, MID);
+	return check_target(target, "__token__", example_keys(), now, LEEWAY, MID);
 }
 
 static enum url_token_verdict check(const char *target)
@@ -199,7 +210,7 @@ static void *check_many(void *arg)
 	for (int i = 0; i < CHECKS_PER_THREAD; i++) {
 		const char *target = i % 2 ? PATH "?__token__=" EXAMPLE_TOKEN
 					   : PATH "?__token__=" NO_START_TOKEN;
-		if (url_token_check(target, "__token__", example_keys(), INSIDE, 0, MID) !=
+		if (check_target(target, "__token__", example_keys(), INSIDE, 0, MID) !=
 		    URL_TOKEN_VALID)
 			return (void *)1;
 	}
@@ -251,11 +262,11 @@ static void test_a_token_with_several_acls_an_id_and_data_serves_each_track(void
 	char target[4096];
 	const struct url_keys *keys = example_keys();
 	with_token(target, sizeof(target), TWO_TRACKS_TOKEN);
-	assert_int_equal(url_token_check(target, "__token__", keys, INSIDE, 0, MID),
+	assert_int_equal(check_target(target, "__token__", keys, INSIDE, 0, MID),
 			 URL_TOKEN_VALID);
-	assert_int_equal(url_token_check(target, "__token__", keys, INSIDE, 0, OTHER_MID),
+	assert_int_equal(check_target(target, "__token__", keys, INSIDE, 0, OTHER_MID),
 			 URL_TOKEN_VALID);
-	assert_int_equal(url_token_check(target, "__token__", keys, INSIDE, 0,
+	assert_int_equal(check_target(target, "__token__", keys, INSIDE, 0,
 					 "65a1b2c3d4e5f60718293a4d"),
 			 URL_TOKEN_WRONG_TRACK);
 }
@@ -277,7 +288,7 @@ static void test_every_key_is_tried(void **state)
 		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", KEY_HEX};
 	static struct url_keys two;
 	const struct url_keys *keys = keys_of(&two, rotation, 2);
-	assert_int_equal(url_token_check(PATH "?__token__=" EXAMPLE_TOKEN, "__token__", keys,
+	assert_int_equal(check_target(PATH "?__token__=" EXAMPLE_TOKEN, "__token__", keys,
 					 INSIDE, 0, MID),
 			 URL_TOKEN_VALID);
 }
@@ -286,9 +297,9 @@ static void test_another_parameter_name_is_read_when_configured(void **state)
 {
 	(void)state;
 	const struct url_keys *keys = example_keys();
-	assert_int_equal(url_token_check(PATH "?t=" EXAMPLE_TOKEN, "t", keys, INSIDE, 0, MID),
+	assert_int_equal(check_target(PATH "?t=" EXAMPLE_TOKEN, "t", keys, INSIDE, 0, MID),
 			 URL_TOKEN_VALID);
-	assert_int_equal(url_token_check(PATH "?__token__=" EXAMPLE_TOKEN, "t", keys, INSIDE, 0,
+	assert_int_equal(check_target(PATH "?__token__=" EXAMPLE_TOKEN, "t", keys, INSIDE, 0,
 					 MID),
 			 URL_TOKEN_MISSING);
 }
@@ -386,7 +397,7 @@ static void test_no_key_signs_nothing(void **state)
 {
 	(void)state;
 	const struct url_keys none = {0};
-	assert_int_equal(url_token_check(PATH "?__token__=" EXAMPLE_TOKEN, "__token__", &none,
+	assert_int_equal(check_target(PATH "?__token__=" EXAMPLE_TOKEN, "__token__", &none,
 					 INSIDE, 0, MID),
 			 URL_TOKEN_BAD_SIGNATURE);
 }
@@ -484,9 +495,9 @@ static void test_without_leeway_the_times_are_exact(void **state)
 	(void)state;
 	const struct url_keys *keys = example_keys();
 	const char *target = PATH "?__token__=" EXAMPLE_TOKEN;
-	assert_int_equal(url_token_check(target, "__token__", keys, START - 1, 0, MID),
+	assert_int_equal(check_target(target, "__token__", keys, START - 1, 0, MID),
 			 URL_TOKEN_NOT_YET_VALID);
-	assert_int_equal(url_token_check(target, "__token__", keys, EXPIRES + 1, 0, MID),
+	assert_int_equal(check_target(target, "__token__", keys, EXPIRES + 1, 0, MID),
 			 URL_TOKEN_EXPIRED);
 }
 
@@ -494,7 +505,7 @@ static void test_another_tracks_token_is_the_wrong_track(void **state)
 {
 	(void)state;
 	const struct url_keys *keys = example_keys();
-	assert_int_equal(url_token_check("/musicdb/" OTHER_MID "/x?__token__=" EXAMPLE_TOKEN,
+	assert_int_equal(check_target("/musicdb/" OTHER_MID "/x?__token__=" EXAMPLE_TOKEN,
 					 "__token__", keys, INSIDE, 0, OTHER_MID),
 			 URL_TOKEN_WRONG_TRACK);
 }
@@ -512,7 +523,7 @@ static void test_acls_that_only_resemble_the_tracks_cover_nothing(void **state)
 		char token[URL_TOKEN_MAX], target[4096];
 		url_token_sign(&keys->keys[0], acls[i], -1, EXPIRES, token, sizeof(token));
 		enum url_token_verdict verdict =
-			url_token_check(with_token(target, sizeof(target), token), "__token__", keys,
+			check_target(with_token(target, sizeof(target), token), "__token__", keys,
 					INSIDE, 0, MID);
 		if (verdict != URL_TOKEN_WRONG_TRACK)
 			fail_msg("acl %s: %s", acls[i], url_token_verdict_words(verdict));
@@ -526,7 +537,7 @@ static void test_the_acl_is_compared_without_regard_to_case(void **state)
 	char token[URL_TOKEN_MAX], target[4096];
 	url_token_sign(&keys->keys[0], "/musicdb/65A1B2C3D4E5F60718293A4B/*", -1, EXPIRES, token,
 		       sizeof(token));
-	assert_int_equal(url_token_check(with_token(target, sizeof(target), token), "__token__",
+	assert_int_equal(check_target(with_token(target, sizeof(target), token), "__token__",
 					 keys, INSIDE, 0, MID),
 			 URL_TOKEN_VALID);
 }
