@@ -148,7 +148,7 @@ def test_a_gridfs_tracks_document_type_comes_before_its_files(musicd, mongo, db,
 needs_frontends = pytest.mark.skipif(
     not (shutil.which("nginx") or shutil.which("/usr/sbin/nginx")) or
     not (shutil.which("varnishd") or shutil.which("/usr/sbin/varnishd")),
-    reason="nginx and varnishd are needed (scripts/install-deps)")
+    reason="nginx and varnishd are needed (scripts/setup/install-deps)")
 
 
 @needs_frontends
