@@ -84,6 +84,13 @@ class Download(threading.Thread):
         self.finished_at = time.monotonic()
 
 
+def release(slow, downloads):
+    """Answers every hung request of the slow mount, then waits for each download (bounded)."""
+    slow.fs.release()
+    for d in downloads:
+        d.join(scaled(60))
+
+
 def assert_track(response, data):
     assert response is not None
     assert response.status_code == 200, response.status_code
@@ -180,9 +187,7 @@ def test_a_cached_track_answers_while_the_slow_mounts_reads_hang(musicd, slow_li
         assert s.value("musicd_disk_in_flight", lane=LANE_FAST) == 0
         assert not any(d.finished_at for d in downloads)  # still hung
     finally:
-        slow.fs.release()
-        for d in downloads:
-            d.join(scaled(60))
+        release(slow, downloads)
     for d in downloads:
         assert d.error is None, d.error
         assert_track(d.response, slow.big)
@@ -208,9 +213,7 @@ def test_a_hung_open_holds_only_its_mounts_requests(musicd, slow_library):
         assert scrape(server).value("musicd_disk_in_flight", lane=LANE_SLOW) >= 1
         assert downloads[0].finished_at is None
     finally:
-        slow.fs.release()
-        for d in downloads:
-            d.join(scaled(60))
+        release(slow, downloads)
     for d in downloads:
         assert d.error is None, d.error
         assert_track(d.response, slow.big)
@@ -239,9 +242,7 @@ def test_a_hung_read_lets_musicd_reload_and_stop_within_its_grace(musicd, slow_l
         log = server.stderr_text()
         assert "left to the exit" in log, log[-2000:]
     finally:
-        slow.fs.release()
-        for d in downloads:
-            d.join(scaled(60))
+        release(slow, downloads)
     assert took < scaled(25), f"the stop took {took:.1f} s"
     for d in downloads:
         assert d.response is None or d.response.status_code != 200 or \
@@ -277,9 +278,7 @@ def test_a_full_queue_answers_new_starts_503_and_keeps_the_other_roots_going(mus
         assert get(server, slow.cached).content == slow.cached.data
         assert first.finished_at is None and queued.finished_at is None
     finally:
-        slow.fs.release()
-        first.join(scaled(60))
-        queued.join(scaled(60))
+        release(slow, [first, queued])
     assert_track(first.response, slow.big)
     assert_track(queued.response, slow.big)
 
@@ -320,10 +319,7 @@ def test_a_playing_stream_waits_and_is_never_cut_while_new_starts_are_refused(mu
             # mount), and is not cut: once the mount answers, it goes on to its end.
             assert hung.finished_at is None
         finally:
-            slow.fs.release()
-            hung.join(scaled(60))
-            for start_ in starts:
-                start_.join(scaled(60))
+            release(slow, [hung, *starts])
         while True:
             head, _, body = received.partition(b"\r\n\r\n")
             if len(body) >= len(slow.big):
