@@ -203,6 +203,21 @@ void exchange_pace(struct exchange *exchange, uint64_t rate, uint64_t after)
 	exchange->pace_after = after;
 }
 
+/* The client's place is taken here, and given back (end_client_limits) or kept (keep_client_place) below. */
+enum address_take exchange_hold_client_place(struct exchange *exchange,
+					     const uint8_t key[ADDRESS_KEY_SIZE], unsigned cap)
+{
+	struct address_counts *places = exchange->server->settings->client_places;
+	if (places == NULL || exchange->client_place != NULL)
+		return ADDRESS_TAKEN;
+	/* The connection's last answer still on its way to this client: its place goes on here. */
+	struct connection *connection = exchange->connection;
+	if (connection != NULL &&
+	    (exchange->client_place = unsent_take(&connection->unsent, key)) != NULL)
+		return ADDRESS_TAKEN;
+	return address_counts_take(places, key, cap, &exchange->client_place);
+}
+
 /* A gate that no feed took (no body after all) is given back. */
 static void drop_gate(struct exchange *exchange)
 {
