@@ -508,12 +508,12 @@ static struct bufferevent *make_head(struct exchange *exchange, struct response_
 
 	exchange_stop_waiting(exchange);
 	head->http_minor = req->minor;
-	head->date = http_date_now(&server->date);
 	head->connection = connection_header(exchange);
 	/* evhttp_send_done's rule: before HTTP/1.1 only "Connection: keep-alive" keeps it. */
 	exchange->closes = head->connection == RESPONSE_CONNECTION_CLOSE ||
 			   ((req->major < 1 || (req->major == 1 && req->minor < 1)) &&
 			    head->connection != RESPONSE_CONNECTION_KEEP_ALIVE);
+	head->date = http_date_now(&server->date); /* the moment the head is formatted */
 	*length = response_head_format(text, RESPONSE_HEAD_MAX, head);
 	if (*length == 0 ||
 	    (!keep && evbuffer_add(bufferevent_get_output(bev), text, *length) < 0)) {
