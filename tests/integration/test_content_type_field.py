@@ -24,7 +24,7 @@ from support import REPO, scaled, wait_until
 TIMEOUT = scaled(20)
 FIELD = "mime"
 OPTION = ["--content-type-field", FIELD]
-GRIDFS_PUT = REPO / "scripts" / "gridfs-put"
+GRIDFS_PUT = REPO / "scripts" / "setup" / "gridfs-put"
 
 
 def get(base, track, **kw):
