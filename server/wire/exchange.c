@@ -203,7 +203,8 @@ void exchange_pace(struct exchange *exchange, uint64_t rate, uint64_t after)
 	exchange->pace_after = after;
 }
 
-/* The client's place is taken here, and given back (end_client_limits) or kept (keep_client_place) below. */
+/* The client's place is taken here, and given back (end_client_limits) or kept with the
+ * connection (keep_client_place) below: one file owns it. */
 enum address_take exchange_hold_client_place(struct exchange *exchange,
 					     const uint8_t key[ADDRESS_KEY_SIZE], unsigned cap)
 {
