@@ -27,7 +27,11 @@
 /* The seconds a 429 (--max-streams-per-client) asks: one of the client's streams may have ended. */
 #define ANSWER_STREAMS_RETRY_AFTER_SECONDS "1"
 
-/* Sends head (status and fields set) with body_length bytes from fill: the exit of every answer. */
+/*
+ * Sends head (status and fields set) with body_length bytes from fill: the
+ * exit of every answer. Nothing is sent once the client cannot be answered
+ * (exchange_can_respond), so no answer below needs to ask first.
+ */
 void answer_send(struct exchange *exchange, const struct request *request,
 		 struct response_head *head, uint64_t body_length, exchange_fill_cb fill,
 		 const void *context);

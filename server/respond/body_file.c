@@ -29,6 +29,7 @@
 #include "base/log.h"
 #include "respond/answer.h"
 #include "respond/disk_gate.h"
+#include "respond/disk_start.h"
 #include "wire/wait.h"
 
 struct file_fill {
@@ -210,14 +211,10 @@ static void on_first_window(struct exchange *exchange, void *arg)
 static void on_queue_deadline(struct exchange *exchange, void *arg)
 {
 	struct waiting_start *start = arg;
-	if (!disk_io_cancel(start->body.io, &start->read.work))
+	const char *what = start->body.download_path ? start->body.download_path : "a file";
+	if (!disk_start_refused(exchange, &start->request, start->body.io, &start->read.work, what,
+				NULL))
 		return; /* queued or under way: it is waited for */
-	exchange_wait_cancel(exchange);
-	disk_io_count_refused(start->body.io);
-	log_warn("%s: no disk thread within %u ms: 503",
-		 start->body.download_path ? start->body.download_path : "a file",
-		 start->request.config->disk_queue_timeout_ms);
-	answer_error(exchange, &start->request, 503);
 	waiting_free(start);
 }
 

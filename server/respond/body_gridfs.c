@@ -33,6 +33,7 @@
 #include "db/gridfs_read.h"
 #include "respond/answer.h"
 #include "respond/body_file.h"
+#include "respond/disk_start.h"
 #include "wire/wait.h"
 
 /* The URL's :param is only read for its extension; this much of its end is kept. */
@@ -394,13 +395,9 @@ static void on_copy_opened(struct exchange *exchange, void *arg)
 static void on_copy_deadline(struct exchange *exchange, void *arg)
 {
 	struct gridfs_stream *stream = arg;
-	if (!disk_io_cancel(stream->io, &stream->copy.work))
+	if (!disk_start_refused(exchange, &stream->request, stream->io, &stream->copy.work,
+				stream->what, "its spooled copy"))
 		return; /* queued or under way: it is waited for */
-	exchange_wait_cancel(exchange);
-	disk_io_count_refused(stream->io);
-	log_warn("%s: no disk thread for its spooled copy within %u ms: 503", stream->what,
-		 stream->request.config->disk_queue_timeout_ms);
-	answer_error(exchange, &stream->request, 503);
 	stream_free(stream);
 }
 

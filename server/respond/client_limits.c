@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "respond/answer.h"
@@ -27,8 +28,11 @@ int client_limits_admit(struct exchange *exchange, const struct request *request
 	if (place == PROXY_TRUST_PROXY_ITSELF)
 		return 0;
 	if (config->max_streams_per_client > 0) {
-		switch (exchange_hold_client_place(exchange, config->max_streams_per_client,
-						   config->client_ipv6_prefix)) {
+		/* An IPv6 client is counted by its first --client-ipv6-prefix bits. */
+		uint8_t key[ADDRESS_KEY_SIZE];
+		if (proxy_trust_client_key(request->client, config->client_ipv6_prefix, key) < 0)
+			memset(key, 0, sizeof(key)); /* no address tells them apart: one count */
+		switch (exchange_hold_client_place(exchange, key, config->max_streams_per_client)) {
 		case ADDRESS_TAKEN:
 			break;
 		case ADDRESS_AT_CAP:

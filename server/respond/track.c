@@ -36,6 +36,7 @@
 #include "base/log.h"
 #include "respond/answer.h"
 #include "respond/body_gridfs.h"
+#include "respond/disk_start.h"
 #include "respond/file_answer.h"
 #include "respond/lookup_wait.h"
 #include "wire/wait.h"
@@ -105,18 +106,16 @@ struct file_start {
 static void on_opened(struct exchange *exchange, void *arg);
 static void on_checked(struct exchange *exchange, void *arg);
 
-/* No room in the lane's queue within --disk-queue-timeout: taken back, 503. */
+/* No room in the lane's queue within --disk-queue-timeout: taken back, 503 (disk_start.h). */
 static void on_disk_deadline(struct exchange *exchange, void *arg)
 {
 	struct file_start *start = arg;
 	const struct resources *resources = start->resources;
-	if (!disk_io_cancel(resources->disk, &start->disk.work))
+	char what[sizeof("mid=") + OBJECTID_HEX_LENGTH];
+	snprintf(what, sizeof(what), "mid=%s", start->request.route.mid);
+	if (!disk_start_refused(exchange, &start->request, resources->disk, &start->disk.work, what,
+				NULL))
 		return; /* queued or under way: it is waited for */
-	exchange_wait_cancel(exchange);
-	disk_io_count_refused(resources->disk);
-	log_warn("mid=%s: no disk thread within %u ms: 503", start->request.route.mid,
-		 start->request.config->disk_queue_timeout_ms);
-	answer_error(exchange, &start->request, 503);
 	if (start->entry != NULL)
 		file_cache_release(resources->file_cache, start->entry);
 	free(start);
@@ -185,14 +184,12 @@ static void on_opened(struct exchange *exchange, void *arg)
 	const struct resources *resources = start->resources;
 	struct disk_open *open = &start->disk.open;
 	if (open->work.skipped) {
-		if (exchange_can_respond(exchange))
-			answer_error(exchange, request, 503); /* stopping */
+		answer_error(exchange, request, 503); /* stopping */
 	} else if (open->status != MEDIA_OK) {
 		log_warn("mid=%s: %s: %s%s%s", request->route.mid, open->path,
 			 media_status_describe(open->status), open->error_number ? ": " : "",
 			 open->error_number ? strerror(open->error_number) : "");
-		if (exchange_can_respond(exchange))
-			answer_error(exchange, request, 404);
+		answer_error(exchange, request, 404);
 	} else {
 		/* Cached whether or not the client is still there: the next request needs it. */
 		const struct settings *settings = request->settings;
@@ -202,8 +199,7 @@ static void on_opened(struct exchange *exchange, void *arg)
 					  settings->config.cache_control);
 		if (entry == NULL) {
 			log_error("mid=%s: out of memory opening the file", request->route.mid);
-			if (exchange_can_respond(exchange))
-				answer_error(exchange, request, 500);
+			answer_error(exchange, request, 500);
 		} else if (exchange_can_respond(exchange)) {
 			answer_entry(exchange, request, resources, entry, &start->fields);
 		} else {
@@ -222,8 +218,7 @@ static void on_checked(struct exchange *exchange, void *arg)
 	struct file_cache_entry *entry = start->entry;
 	if (check->work.skipped) {
 		file_cache_release(resources->file_cache, entry);
-		if (exchange_can_respond(exchange))
-			answer_error(exchange, request, 503); /* stopping */
+		answer_error(exchange, request, 503); /* stopping */
 		free(start);
 		return;
 	}

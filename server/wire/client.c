@@ -1,7 +1,7 @@
 /*
  * client: who the client of a request is (its peer, or the client a
  * --trusted-proxy names in X-Forwarded-For, proxy_trust.h), worked out once
- * per request, and its place under --max-streams-per-client.
+ * per request.
  */
 #include "wire/client.h"
 #include "wire/wire_state.h"
@@ -9,8 +9,6 @@
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "wire/unsent.h"
 
 /* X-Forwarded-For lines read as one list for the access log. */
 #define FORWARDED_LINES_MAX 32
@@ -72,21 +70,4 @@ const char *exchange_client(struct exchange *exchange)
 {
 	return client_of_connection(exchange,
 			 exchange->req != NULL ? evhttp_request_get_connection(exchange->req) : NULL);
-}
-
-enum address_take exchange_hold_client_place(struct exchange *exchange, unsigned cap,
-					     unsigned ipv6_prefix_bits)
-{
-	struct address_counts *places = exchange->server->settings->client_places;
-	if (places == NULL || exchange->client_place != NULL)
-		return ADDRESS_TAKEN;
-	uint8_t key[ADDRESS_KEY_SIZE];
-	if (proxy_trust_client_key(exchange_client(exchange), ipv6_prefix_bits, key) < 0)
-		memset(key, 0, sizeof(key)); /* no address tells them apart: such clients share one count */
-	/* The connection's last answer still on its way to this client: its place goes on here. */
-	struct connection *connection = exchange->connection;
-	if (connection != NULL &&
-	    (exchange->client_place = unsent_take(&connection->unsent, key)) != NULL)
-		return ADDRESS_TAKEN;
-	return address_counts_take(places, key, cap, &exchange->client_place);
 }

@@ -203,6 +203,22 @@ void exchange_pace(struct exchange *exchange, uint64_t rate, uint64_t after)
 	exchange->pace_after = after;
 }
 
+/* The client's place is taken here, and given back (end_client_limits) or kept with the
+ * connection (keep_client_place) below: one file owns it. */
+enum address_take exchange_hold_client_place(struct exchange *exchange,
+					     const uint8_t key[ADDRESS_KEY_SIZE], unsigned cap)
+{
+	struct address_counts *places = exchange->server->settings->client_places;
+	if (places == NULL || exchange->client_place != NULL)
+		return ADDRESS_TAKEN;
+	/* The connection's last answer still on its way to this client: its place goes on here. */
+	struct connection *connection = exchange->connection;
+	if (connection != NULL &&
+	    (exchange->client_place = unsent_take(&connection->unsent, key)) != NULL)
+		return ADDRESS_TAKEN;
+	return address_counts_take(places, key, cap, &exchange->client_place);
+}
+
 /* A gate that no feed took (no body after all) is given back. */
 static void drop_gate(struct exchange *exchange)
 {
@@ -493,12 +509,12 @@ static struct bufferevent *make_head(struct exchange *exchange, struct response_
 
 	exchange_stop_waiting(exchange);
 	head->http_minor = req->minor;
-	head->date = http_date_now(&server->date);
 	head->connection = connection_header(exchange);
 	/* evhttp_send_done's rule: before HTTP/1.1 only "Connection: keep-alive" keeps it. */
 	exchange->closes = head->connection == RESPONSE_CONNECTION_CLOSE ||
 			   ((req->major < 1 || (req->major == 1 && req->minor < 1)) &&
 			    head->connection != RESPONSE_CONNECTION_KEEP_ALIVE);
+	head->date = http_date_now(&server->date); /* the moment the head is formatted */
 	*length = response_head_format(text, RESPONSE_HEAD_MAX, head);
 	if (*length == 0 ||
 	    (!keep && evbuffer_add(bufferevent_get_output(bev), text, *length) < 0)) {

@@ -136,7 +136,17 @@ typedef void (*exchange_wait_cb)(struct exchange *exchange, void *arg);
 
 /* --- The client's limits (respond/client_limits.c says which apply where) --- */
 
-/* exchange_peer, exchange_client, exchange_hold_client_place: wire/client.h. */
+/* exchange_peer, exchange_client: wire/client.h. */
+
+/*
+ * Holds one of the places of the client whose key is key
+ * (proxy_trust_client_key over exchange_client) in the workers' table under
+ * cap until the client has the answer's last byte, or is gone (unsent.h), at
+ * most one per exchange (a second call is ADDRESS_TAKEN, holding nothing
+ * more). Without a table, ADDRESS_TAKEN and nothing is held.
+ */
+enum address_take exchange_hold_client_place(struct exchange *exchange,
+					     const uint8_t key[ADDRESS_KEY_SIZE], unsigned cap);
 
 /*
  * Sends the body of the response to come at rate bytes a second once its

@@ -73,6 +73,11 @@ void exchange_wait_cancel(struct exchange *exchange)
 		return;
 	exchange_stop_waiting(exchange);
 	exchange->waiting = 0;
-	exchange_release(exchange); /* the wait's reference */
+	/*
+	 * The wait's reference, never the last: whoever cancels runs under one
+	 * of its own (the request side's, or a delivery's that called it), and
+	 * answers through the exchange next. So cancelling never frees it.
+	 */
+	exchange->refs--;
 }
 

@@ -25,7 +25,10 @@
 struct event *exchange_wait(struct exchange *exchange, unsigned timeout_ms,
 			    exchange_wait_cb on_done, exchange_wait_cb on_deadline, void *arg);
 
-/* The work could not be handed over after all (a full queue): the wait ends, no callback runs. */
+/*
+ * The work could not be handed over after all (a full queue): the wait ends,
+ * no callback runs. The exchange stays: the caller answers through it.
+ */
 void exchange_wait_cancel(struct exchange *exchange);
 
 #endif

@@ -18,7 +18,8 @@
  *   wait.c        the wait for work finishing elsewhere, watching the client meanwhile
  *                 (beside server.c: it uses the exchange, nothing uses it)
  *   exchange.c    (above)
- *   client.c      who a request's client is, and its place under --max-streams-per-client
+ *   client.c      who a request's client is (its place under --max-streams-per-client is
+ *                 exchange.c's: taken, given back and kept with the connection there)
  *   send.c        an answer's bytes onto the socket (writev, sendfile, a head held for a part)
  *   connection.c  (above)
  *   linger.c      lingering closes

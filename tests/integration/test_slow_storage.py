@@ -271,6 +271,10 @@ def test_a_full_queue_answers_new_starts_503_and_keeps_the_other_roots_going(mus
             assert r.headers["Content-Type"].startswith("text/plain")
         s = scrape(server)
         assert s.value("musicd_disk_refused_total") == len(refused)
+        # each refusal logged once, naming its track (respond/disk_start.c)
+        log = server.stderr_text()
+        for track in slow.cold[2:]:
+            assert log.count(f"mid={track.id}: no disk thread within 300 ms: 503") == 1, log
         assert s.value("musicd_disk_in_flight", lane=LANE_SLOW) == 1
         assert s.value("musicd_disk_queue_limit") == 1
         assert s.value("musicd_disk_threads_per_root") == 1
