@@ -304,19 +304,6 @@ static uint64_t chunk_of(const struct feed *feed)
 	return feed->window < FEED_CHUNK_MAX ? feed->window : FEED_CHUNK_MAX;
 }
 
-/*
- * Unpaced: the output is topped up once it is empty. The socket's own buffer
- * still holds what it took, so the client waits for nothing meanwhile; and a
- * part added before the last one is out would be a second evbuffer chain on
- * the output (libevent allocates each at 1 KiB): every listener of a long
- * track would carry two.
- */
-static uint64_t room_mark(const struct feed *feed)
-{
-	(void)feed;
-	return 0;
-}
-
 void feed_run(struct feed *feed)
 {
 	feed->awaiting_gate = false;
@@ -326,7 +313,14 @@ void feed_run(struct feed *feed)
 	uint64_t length;
 	double due = 0;
 	if (feed->pace == NULL) {
-		if (queued > room_mark(feed)) {
+		/*
+		 * Topped up once the output is empty. The socket's own buffer still
+		 * holds what it took, so the client waits for nothing meanwhile; and a
+		 * part added before the last one is out would be a second evbuffer
+		 * chain on the output (libevent allocates each at 1 KiB): every
+		 * listener of a long track would carry two.
+		 */
+		if (queued > 0) {
 			feed->awaiting_room = true; /* feed_output_changed runs it again */
 			return;
 		}
@@ -366,7 +360,7 @@ void feed_run(struct feed *feed)
 
 bool feed_output_changed(struct feed *feed, size_t length)
 {
-	if (!feed->awaiting_room || length > room_mark(feed))
+	if (!feed->awaiting_room || length > 0) /* empty: topped up (feed_run) */
 		return false;
 	feed->awaiting_room = false;
 	return true;
