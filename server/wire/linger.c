@@ -64,7 +64,7 @@ static void on_place_given_back(void *arg)
  */
 static void reading_over(struct lingering *linger, int eof)
 {
-	if (!unsent_holds(linger->unsent)) {
+	if (eof ? !unsent_look(linger->unsent) : !unsent_holds(linger->unsent)) {
 		linger_end(linger, 1);
 		return;
 	}

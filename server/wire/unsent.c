@@ -22,7 +22,9 @@ struct unsent {
 	struct event *timer;
 	unsigned next_ms;	     /* the gap before the next look */
 	int queued;		     /* the queue at the last look */
+	struct timespec looked;	     /* when the last look was */
 	struct timespec progress;    /* when the queue last shrank */
+	unsigned empty_in_ms;	     /* when the queue, shrinking as it last did, empties; 0: unknown */
 	long stall_ms;
 	void (*done)(void *arg);
 	void *done_arg;
@@ -57,9 +59,17 @@ static int look(struct unsent *unsent)
 	if (unsent->place == NULL)
 		return 0;
 	int queued = unsent_bytes(unsent->fd);
-	if (queued < unsent->queued)
-		unsent->progress = clock_now();
+	struct timespec now = clock_now();
+	unsent->empty_in_ms = 0;
+	if (queued < unsent->queued) {
+		double shrunk_per_ms = (unsent->queued - queued) /
+				       (clock_seconds_since(&unsent->looked) * 1000 + 0.001);
+		double left_ms = queued / shrunk_per_ms;
+		unsent->empty_in_ms = left_ms < UNSENT_LONGEST_MS ? (unsigned)left_ms + 1 : 0;
+		unsent->progress = now;
+	}
 	unsent->queued = queued;
+	unsent->looked = now;
 	if (queued == 0 || clock_seconds_since(&unsent->progress) * 1000 >= unsent->stall_ms) {
 		give_back(unsent);
 		return 0;
@@ -67,11 +77,19 @@ static int look(struct unsent *unsent)
 	return 1;
 }
 
-/* The next look, after a gap twice the last one's (at most UNSENT_LONGEST_MS). */
+/*
+ * The next look: after a gap twice the last one's (at most
+ * UNSENT_LONGEST_MS), or when the queue should be empty if that is sooner
+ * (never sooner than UNSENT_FIRST_MS): a client that has it all gets its
+ * place back about when it read the last byte, and one that stopped is
+ * asked less and less often.
+ */
 static void look_later(struct unsent *unsent)
 {
-	struct timeval gap = {.tv_sec = unsent->next_ms / 1000,
-			      .tv_usec = (unsent->next_ms % 1000) * 1000};
+	unsigned gap_ms = unsent->next_ms;
+	if (unsent->empty_in_ms != 0 && unsent->empty_in_ms < gap_ms)
+		gap_ms = unsent->empty_in_ms > UNSENT_FIRST_MS ? unsent->empty_in_ms : UNSENT_FIRST_MS;
+	struct timeval gap = {.tv_sec = gap_ms / 1000, .tv_usec = (gap_ms % 1000) * 1000};
 	evtimer_add(unsent->timer, &gap);
 	unsent->next_ms =
 		unsent->next_ms * 2 < UNSENT_LONGEST_MS ? unsent->next_ms * 2 : UNSENT_LONGEST_MS;
@@ -104,10 +122,16 @@ struct unsent *unsent_keep(struct event_base *base, evutil_socket_t fd,
 	unsent->place = place;
 	unsent->queued = queued;
 	unsent->progress = clock_now();
+	unsent->looked = unsent->progress;
 	unsent->stall_ms = (long)stall.tv_sec * 1000 + stall.tv_usec / 1000;
 	unsent->next_ms = UNSENT_FIRST_MS;
 	look_later(unsent);
 	return unsent;
+}
+
+int unsent_look(struct unsent *unsent)
+{
+	return unsent != NULL && look(unsent);
 }
 
 int unsent_holds(const struct unsent *unsent)

@@ -10,8 +10,10 @@
  *
  * Nothing is polled while no place waits, and no connection is polled all
  * the time: the queue is asked when the answer completes, then on a timer
- * that backs off (UNSENT_FIRST_MS, doubling up to UNSENT_LONGEST_MS), and
- * when the connection's next answer wants a place (unsent_take). The place
+ * that backs off (UNSENT_FIRST_MS, doubling up to UNSENT_LONGEST_MS; sooner
+ * when the queue's last shrinking says it will be empty sooner), when the
+ * client's FIN arrives (unsent_look), and when the connection's next answer
+ * wants a place (unsent_take). The place
  * is given back when the queue is empty, when it has not shrunk for the
  * stall time given (the send timeout: a client that stopped reading pulls
  * no stream), when the connection is reset, or when its holder lets the
@@ -41,6 +43,9 @@ struct unsent;
  */
 struct unsent *unsent_keep(struct event_base *base, evutil_socket_t fd,
 			   struct address_count *place, struct timeval stall);
+
+/* Asks the queue now (the client's FIN came: it has likely read it all); true while held. */
+int unsent_look(struct unsent *unsent);
 
 /* True while the place is still held. */
 int unsent_holds(const struct unsent *unsent);

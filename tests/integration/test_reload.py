@@ -263,7 +263,9 @@ def test_per_client_limits_change(musicd, mongo, db, library, tmp_path):
     assert paced.status == 200 and paced.sha256 == sha256(track.data)
     expected = (track.size - slice_of(rate)) / rate
     assert 0.9 * expected <= paced.elapsed <= 1.1 * expected, (paced, expected)
-    held = Held(r.port, track.url_path)
+    # The paced answer's place goes back when musicd reads the client's FIN, which can come
+    # after the next connection's request has been read: a refusal then is retried, bounded.
+    held = first_admitted(lambda: Held(r.port, track.url_path), scaled(2))
     assert held.status == 200
     assert r.get(track).status == 429
     held.close()
@@ -272,6 +274,17 @@ def test_per_client_limits_change(musicd, mongo, db, library, tmp_path):
     r.hup()
     again = [timed_get(r.port, track.url_path, timeout=TIMEOUT) for _ in range(2)]
     assert [g.status for g in again] == [200, 200] and again[0].elapsed < scaled(3), again
+
+
+def first_admitted(open_held, seconds):
+    """open_held() until one is not refused (429), for at most seconds; the last one."""
+    deadline = time.monotonic() + seconds
+    while True:
+        held = open_held()
+        if held.status != 429 or time.monotonic() >= deadline:
+            return held
+        held.close()
+        time.sleep(0.02)
 
 
 def test_client_ipv6_prefix_changes(musicd, mongo, db, library, tmp_path):
