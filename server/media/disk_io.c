@@ -35,6 +35,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "media/containment.h"
 
@@ -79,14 +80,19 @@ struct disk_file {
  * A lane's files to let go, closed by one task at a time: a busy cache that
  * evicts a file a request costs one pool hand-off per batch, not per file,
  * and a close that hangs (FUSE's FLUSH, a dead NFS server) holds only its own
- * lane's closes.
+ * lane's closes. The task is woken for DISK_CLOSE_BATCH files, or for fewer
+ * once the oldest has waited DISK_CLOSE_WAIT_MS (looked at when the next
+ * comes, and by disk_io_flush_closes): a wake-up per file cost a busy cache
+ * two futex calls a request and a pool thread's switch.
  */
 struct closing {
 	struct task task; /* first: the pool's */
 	struct disk_io *io;
 	pthread_mutex_t lock;
-	struct disk_file *first; /* guarded by lock */
-	bool scheduled;	      /* guarded by lock: the task is queued or running */
+	struct disk_file *first;      /* guarded by lock */
+	unsigned waiting;	      /* guarded by lock: files on first */
+	unsigned long long since_ms;  /* guarded by lock: when the oldest of them came */
+	bool scheduled;		      /* guarded by lock: the task is queued or running */
 };
 
 struct disk_io {
@@ -321,29 +327,17 @@ int disk_io_cancel(struct disk_io *io, struct disk_work *work)
 	return task_pool_cancel(io->pool, &work->task);
 }
 
-/* What follows an open: a hint that the file is read in order. */
-static void opened(struct disk_open *open)
-{
-	/* Read in order from start to end: the kernel reads further ahead for such files. */
-	if (open->status == MEDIA_OK)
-		posix_fadvise(open->file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-}
-
 void disk_open_run(struct disk_work *work)
 {
 	struct disk_open *open = (struct disk_open *)work;
 	open->status = media_open(open->roots, open->path, &open->file, &open->error_number);
-	opened(open);
 }
 
 bool disk_open_now(struct disk_open *open)
 {
 	open->work.skipped = false;
-	if (!media_open_cached(open->roots, open->path, &open->file, &open->status,
-			       &open->error_number))
-		return false;
-	opened(open);
-	return true;
+	return media_open_cached(open->roots, open->path, &open->file, &open->status,
+				 &open->error_number);
 }
 
 void disk_check_run(struct disk_work *work)
@@ -361,6 +355,10 @@ void disk_read_run(struct disk_work *work)
 	uint64_t left = read->length;
 	read->read = 0;
 	read->error_number = 0;
+	/* Read in order from start to end: the kernel reads further ahead for such files. Given
+	 * here, where the reading is, and not at the open: a file whose bytes are all cached is
+	 * never read, and its open on the loop costs a syscall less. */
+	posix_fadvise(read->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	for (uint64_t step = 0; step < read->length; step += WILLNEED_STEP) {
 		uint64_t length = read->length - step < WILLNEED_STEP ? read->length - step : WILLNEED_STEP;
 		posix_fadvise(read->fd, (off_t)(read->offset + step), (off_t)length,
@@ -413,6 +411,7 @@ static void closing_run(struct task *task)
 		pthread_mutex_lock(&closing->lock);
 		struct disk_file *batch = closing->first;
 		closing->first = NULL;
+		closing->waiting = 0;
 		if (batch == NULL)
 			closing->scheduled = false; /* a file queued from now on schedules the task again */
 		pthread_mutex_unlock(&closing->lock);
@@ -431,18 +430,52 @@ static void closing_done(struct task *task)
 	(void)task; /* skipped at a stop: what it holds is left to the ending process */
 }
 
-/* Queues file (taken over) on its lane's closing, scheduling the task if it is not. */
+/* Under closing's lock: whether the task is to be woken now (and it is then marked so). */
+static bool wake_closing(struct closing *closing, unsigned long long now_ms)
+{
+	if (closing->scheduled || closing->first == NULL ||
+	    (closing->waiting < DISK_CLOSE_BATCH && now_ms - closing->since_ms < DISK_CLOSE_WAIT_MS))
+		return false;
+	closing->scheduled = true;
+	return true;
+}
+
+static void submit_closing(struct disk_io *io, struct closing *closing)
+{
+	if (task_pool_submit(io->pool, &closing->task) < 0) {
+		/* Stopping: the files are left to the ending process. */
+	}
+}
+
+/* Queues file (taken over) on its lane's closing; the task is woken for a batch (above). */
 static void close_later(struct disk_io *io, struct disk_file *file)
 {
 	struct closing *closing = &io->closing[file->lane];
+	unsigned long long now_ms = clock_now_ms();
 	pthread_mutex_lock(&closing->lock);
+	if (closing->first == NULL)
+		closing->since_ms = now_ms;
 	file->next = closing->first;
 	closing->first = file;
-	bool schedule = !closing->scheduled;
-	closing->scheduled = true;
+	closing->waiting++;
+	bool wake = wake_closing(closing, now_ms);
 	pthread_mutex_unlock(&closing->lock);
-	if (schedule && task_pool_submit(io->pool, &closing->task) < 0) {
-		/* Stopping: the files are left to the ending process. */
+	if (wake)
+		submit_closing(io, closing);
+}
+
+void disk_io_flush_closes(struct disk_io *io)
+{
+	if (io == NULL)
+		return;
+	unsigned long long now_ms = clock_now_ms() + DISK_CLOSE_WAIT_MS; /* every one is due */
+	for (unsigned i = 0; i < io->lanes; i++) {
+		struct closing *closing = &io->closing[i];
+		pthread_mutex_lock(&closing->lock);
+		bool wake = wake_closing(closing, now_ms);
+		pthread_mutex_unlock(&closing->lock);
+		if (wake)
+			submit_closing(io, closing);
 	}
 }
 

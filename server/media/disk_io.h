@@ -168,6 +168,16 @@ void disk_io_count_refused(struct disk_io *io);
 void disk_io_close(struct disk_io *io, int fd, unsigned lane);
 
 /*
+ * A lane's closes wait for a batch: DISK_CLOSE_BATCH of them, or the oldest
+ * DISK_CLOSE_WAIT_MS old when the next comes, or disk_io_flush_closes (about
+ * once a second: the file cache's sweep). At most DISK_CLOSE_BATCH
+ * descriptors a lane wait so (ops/descriptor_budget.h counts them).
+ */
+#define DISK_CLOSE_BATCH 16
+#define DISK_CLOSE_WAIT_MS 100
+void disk_io_flush_closes(struct disk_io *io);
+
+/*
  * A file segment of fd's first size bytes, sent by sendfile, and its
  * disk_file in *file; the descriptor (and the mapping, if one was made) is let
  * go on the pool when the segment's last reference goes. NULL (fd closed the

@@ -472,6 +472,7 @@ void file_cache_drop(struct file_cache_entry *entry)
 
 void file_cache_expire(struct file_cache *cache)
 {
+	disk_io_flush_closes(cache->io);
 	if (!cache->enabled)
 		return;
 	int64_t now = clock_coarse_seconds();

@@ -124,7 +124,8 @@ void file_cache_release(struct file_cache *cache, struct file_cache_entry *entry
 void file_cache_hold(struct file_cache_entry *entry);
 void file_cache_drop(struct file_cache_entry *entry);
 
-/* Closes entries unused for the inactive time; call about once a second. */
+/* Closes entries unused for the inactive time, and hands on the closes waiting for a batch
+ * (media/disk_io.h); call about once a second. */
 void file_cache_expire(struct file_cache *cache);
 
 /* New valid and inactive intervals (a reload), from any thread; they apply to every entry. */

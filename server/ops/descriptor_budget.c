@@ -12,7 +12,7 @@ static unsigned long long fixed_descriptors(const struct descriptor_budget_input
 					     ? DESCRIPTORS_PER_WORKER + input->metrics_connections
 					     : 0;
 	return DESCRIPTORS_RESERVED + (unsigned long long)input->lookup_threads * 2 +
-	       input->open_file_cache_entries + metrics;
+	       input->open_file_cache_entries + input->batched_closes + metrics;
 }
 
 static unsigned long long worker_descriptors(unsigned workers)

@@ -30,6 +30,7 @@ struct descriptor_budget_input {
 	unsigned default_workers;	   /* one per CPU, at most CONFIG_MAX_WORKERS */
 	unsigned lookup_threads;	   /* each may hold two database connections */
 	unsigned open_file_cache_entries;  /* each holds one open file */
+	unsigned batched_closes;	   /* files let go, waiting for their lane's batch */
 	unsigned metrics_connections;	   /* the metrics listener's cap; 0: no metrics listener */
 	unsigned max_connections;	   /* 0: what the limit leaves room for */
 	unsigned max_connections_ceiling;  /* CONFIG_MAX_CONNECTIONS */

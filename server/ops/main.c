@@ -31,6 +31,7 @@
 #include "db/db_pool.h"
 #include "db/db_reach.h"
 #include "db/gridfs_spool.h"
+#include "media/disk_io.h"
 #include "media/media.h"
 #include "ops/descriptor_budget.h"
 #include "ops/log_files.h"
@@ -120,6 +121,7 @@ static int plan_descriptors(struct config *config, unsigned long long limit, cha
 		.default_workers = cpus < CONFIG_MAX_WORKERS ? cpus : CONFIG_MAX_WORKERS,
 		.lookup_threads = config->lookup_threads,
 		.open_file_cache_entries = config->open_file_cache_entries,
+		.batched_closes = DISK_LANES(config->media_root_count) * DISK_CLOSE_BATCH,
 		.max_connections = config->max_connections,
 		.max_connections_ceiling = CONFIG_MAX_CONNECTIONS,
 		.metrics_connections = config->metrics_host != NULL ? METRICS_MAX_CONNECTIONS : 0,

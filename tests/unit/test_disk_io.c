@@ -276,6 +276,8 @@ static void test_a_segment_closes_its_descriptor_on_the_pool(void **state)
 	evbuffer_file_segment_free(segment);
 	assert_true(is_open(fd)); /* the buffer still holds it */
 	evbuffer_free(output);
+	assert_true(is_open(fd)); /* one file waits for its lane's batch ... */
+	disk_io_flush_closes(fixture->io); /* ... until the sweep hands it on */
 	struct metrics_disk_snapshot stats = {0};
 	for (int i = 0; (is_open(fd) || stats.lane[0].finished == 0) && i < WAIT_LIMIT_STEPS; i++) {
 		struct timespec pause = {0, WAIT_STEP_NS};
@@ -284,6 +286,27 @@ static void test_a_segment_closes_its_descriptor_on_the_pool(void **state)
 	}
 	assert_false(is_open(fd));
 	assert_true(stats.lane[0].finished >= 1); /* by its lane's closing task */
+}
+
+static void test_a_batch_of_closes_wakes_its_lane_without_a_sweep(void **state)
+{
+	struct fixture *fixture = *state;
+	int fds[DISK_CLOSE_BATCH];
+	for (int i = 0; i < DISK_CLOSE_BATCH; i++)
+		fds[i] = open_track(fixture);
+	for (int i = 0; i < DISK_CLOSE_BATCH - 1; i++)
+		disk_io_close(fixture->io, fds[i], 0);
+	assert_true(is_open(fds[0])); /* fewer than a batch, none old: they wait */
+	disk_io_close(fixture->io, fds[DISK_CLOSE_BATCH - 1], 0);
+	int open_left = DISK_CLOSE_BATCH;
+	for (int i = 0; open_left > 0 && i < WAIT_LIMIT_STEPS; i++) {
+		struct timespec pause = {0, WAIT_STEP_NS};
+		nanosleep(&pause, NULL);
+		open_left = 0;
+		for (int j = 0; j < DISK_CLOSE_BATCH; j++)
+			open_left += is_open(fds[j]);
+	}
+	assert_int_equal(open_left, 0);
 }
 
 static void test_a_stopped_pool_skips_and_refuses(void **state)
@@ -311,6 +334,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_paths_take_their_roots_lane_as_written, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_segment_closes_its_descriptor_on_the_pool,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_batch_of_closes_wakes_its_lane_without_a_sweep,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_stopped_pool_skips_and_refuses, setup,
 						teardown),
