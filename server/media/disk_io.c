@@ -430,11 +430,16 @@ static void closing_done(struct task *task)
 	(void)task; /* skipped at a stop: what it holds is left to the ending process */
 }
 
-/* Under closing's lock: whether the task is to be woken now (and it is then marked so). */
-static bool wake_closing(struct closing *closing, unsigned long long now_ms)
+/*
+ * Under closing's lock: whether the task is to be woken now (and it is then
+ * marked so): files wait, it is not woken yet, and they are a batch, the
+ * oldest is old, or all are due (a flush).
+ */
+static bool wake_closing(struct closing *closing, unsigned long long now_ms, bool all_due)
 {
 	if (closing->scheduled || closing->first == NULL ||
-	    (closing->waiting < DISK_CLOSE_BATCH && now_ms - closing->since_ms < DISK_CLOSE_WAIT_MS))
+	    (!all_due && closing->waiting < DISK_CLOSE_BATCH &&
+	     now_ms - closing->since_ms < DISK_CLOSE_WAIT_MS))
 		return false;
 	closing->scheduled = true;
 	return true;
@@ -458,7 +463,7 @@ static void close_later(struct disk_io *io, struct disk_file *file)
 	file->next = closing->first;
 	closing->first = file;
 	closing->waiting++;
-	bool wake = wake_closing(closing, now_ms);
+	bool wake = wake_closing(closing, now_ms, false);
 	pthread_mutex_unlock(&closing->lock);
 	if (wake)
 		submit_closing(io, closing);
@@ -468,11 +473,10 @@ void disk_io_flush_closes(struct disk_io *io)
 {
 	if (io == NULL)
 		return;
-	unsigned long long now_ms = clock_now_ms() + DISK_CLOSE_WAIT_MS; /* every one is due */
 	for (unsigned i = 0; i < io->lanes; i++) {
 		struct closing *closing = &io->closing[i];
 		pthread_mutex_lock(&closing->lock);
-		bool wake = wake_closing(closing, now_ms);
+		bool wake = wake_closing(closing, 0, true);
 		pthread_mutex_unlock(&closing->lock);
 		if (wake)
 			submit_closing(io, closing);

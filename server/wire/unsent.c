@@ -22,9 +22,8 @@ struct unsent {
 	struct event *timer;
 	unsigned next_ms;	     /* the gap before the next look */
 	int queued;		     /* the queue at the last look */
-	struct timespec looked;	     /* when the last look was */
-	struct timespec progress;    /* when the queue last shrank */
-	unsigned empty_in_ms;	     /* when the queue, shrinking as it last did, empties; 0: unknown */
+	unsigned long long looked_ms;	/* when the last look was (clock_now_ms) */
+	unsigned long long progress_ms; /* when the queue last shrank */
 	long stall_ms;
 	void (*done)(void *arg);
 	void *done_arg;
@@ -53,24 +52,30 @@ static void give_back(struct unsent *unsent)
 	event_del(unsent->timer);
 }
 
-/* Asks the queue; 1 while the place is still held. */
-static int look(struct unsent *unsent)
+/*
+ * Asks the queue; 1 while the place is still held, with *empty_in_ms (if
+ * asked for) the milliseconds until the queue, shrinking as it did since the
+ * last look, is empty (0: not known, or not within UNSENT_LONGEST_MS).
+ */
+static int look(struct unsent *unsent, unsigned *empty_in_ms)
 {
+	if (empty_in_ms != NULL)
+		*empty_in_ms = 0;
 	if (unsent->place == NULL)
 		return 0;
 	int queued = unsent_bytes(unsent->fd);
-	struct timespec now = clock_now();
-	unsent->empty_in_ms = 0;
+	unsigned long long now_ms = clock_now_ms();
 	if (queued < unsent->queued) {
-		double shrunk_per_ms = (unsent->queued - queued) /
-				       (clock_seconds_since(&unsent->looked) * 1000 + 0.001);
-		double left_ms = queued / shrunk_per_ms;
-		unsent->empty_in_ms = left_ms < UNSENT_LONGEST_MS ? (unsigned)left_ms + 1 : 0;
-		unsent->progress = now;
+		unsigned long long left_ms = (unsigned long long)queued *
+					     (now_ms - unsent->looked_ms) /
+					     (unsigned long long)(unsent->queued - queued);
+		if (empty_in_ms != NULL && left_ms < UNSENT_LONGEST_MS)
+			*empty_in_ms = (unsigned)left_ms + 1;
+		unsent->progress_ms = now_ms;
 	}
 	unsent->queued = queued;
-	unsent->looked = now;
-	if (queued == 0 || clock_seconds_since(&unsent->progress) * 1000 >= unsent->stall_ms) {
+	unsent->looked_ms = now_ms;
+	if (queued == 0 || now_ms - unsent->progress_ms >= (unsigned long long)unsent->stall_ms) {
 		give_back(unsent);
 		return 0;
 	}
@@ -84,11 +89,11 @@ static int look(struct unsent *unsent)
  * place back about when it read the last byte, and one that stopped is
  * asked less and less often.
  */
-static void look_later(struct unsent *unsent)
+static void look_later(struct unsent *unsent, unsigned empty_in_ms)
 {
 	unsigned gap_ms = unsent->next_ms;
-	if (unsent->empty_in_ms != 0 && unsent->empty_in_ms < gap_ms)
-		gap_ms = unsent->empty_in_ms > UNSENT_FIRST_MS ? unsent->empty_in_ms : UNSENT_FIRST_MS;
+	if (empty_in_ms != 0 && empty_in_ms < gap_ms)
+		gap_ms = empty_in_ms > UNSENT_FIRST_MS ? empty_in_ms : UNSENT_FIRST_MS;
 	struct timeval gap = {.tv_sec = gap_ms / 1000, .tv_usec = (gap_ms % 1000) * 1000};
 	evtimer_add(unsent->timer, &gap);
 	unsent->next_ms =
@@ -100,8 +105,9 @@ static void on_look(evutil_socket_t fd, short what, void *arg)
 	struct unsent *unsent = arg;
 	(void)fd;
 	(void)what;
-	if (look(unsent)) {
-		look_later(unsent);
+	unsigned empty_in_ms;
+	if (look(unsent, &empty_in_ms)) {
+		look_later(unsent, empty_in_ms);
 		return;
 	}
 	if (unsent->done != NULL)
@@ -121,17 +127,17 @@ struct unsent *unsent_keep(struct event_base *base, evutil_socket_t fd,
 	unsent->fd = fd;
 	unsent->place = place;
 	unsent->queued = queued;
-	unsent->progress = clock_now();
-	unsent->looked = unsent->progress;
+	unsent->progress_ms = clock_now_ms();
+	unsent->looked_ms = unsent->progress_ms;
 	unsent->stall_ms = (long)stall.tv_sec * 1000 + stall.tv_usec / 1000;
 	unsent->next_ms = UNSENT_FIRST_MS;
-	look_later(unsent);
+	look_later(unsent, 0);
 	return unsent;
 }
 
 int unsent_look(struct unsent *unsent)
 {
-	return unsent != NULL && look(unsent);
+	return unsent != NULL && look(unsent, NULL);
 }
 
 int unsent_holds(const struct unsent *unsent)
@@ -148,7 +154,7 @@ void unsent_when_done(struct unsent *unsent, void (*done)(void *arg), void *arg)
 struct address_count *unsent_take(struct unsent **unsent, const uint8_t key[ADDRESS_KEY_SIZE])
 {
 	struct unsent *wait = *unsent;
-	if (wait == NULL || !look(wait) ||
+	if (wait == NULL || !look(wait, NULL) ||
 	    memcmp(address_count_key(wait->place), key, ADDRESS_KEY_SIZE) != 0)
 		return NULL;
 	struct address_count *place = wait->place;

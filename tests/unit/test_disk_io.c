@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "media/disk_io.h"
 
 #define TEMP_TEMPLATE "/tmp/musicd-test-disk-io.XXXXXX"
@@ -294,9 +295,13 @@ static void test_a_batch_of_closes_wakes_its_lane_without_a_sweep(void **state)
 	int fds[DISK_CLOSE_BATCH];
 	for (int i = 0; i < DISK_CLOSE_BATCH; i++)
 		fds[i] = open_track(fixture);
+	unsigned long long first_ms = clock_now_ms();
 	for (int i = 0; i < DISK_CLOSE_BATCH - 1; i++)
 		disk_io_close(fixture->io, fds[i], 0);
-	assert_true(is_open(fds[0])); /* fewer than a batch, none old: they wait */
+	/* Fewer than a batch, none old, they wait (unless this thread was held off past the age
+	 * that hands them on, which a loaded machine can do). */
+	if (clock_now_ms() - first_ms < DISK_CLOSE_WAIT_MS)
+		assert_true(is_open(fds[0]));
 	disk_io_close(fixture->io, fds[DISK_CLOSE_BATCH - 1], 0);
 	int open_left = DISK_CLOSE_BATCH;
 	for (int i = 0; open_left > 0 && i < WAIT_LIMIT_STEPS; i++) {
