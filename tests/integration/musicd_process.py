@@ -21,6 +21,7 @@ MUSICD_BIN = pathlib.Path(os.environ.get("MUSICD_BIN", REPO / "build" / "musicd"
 START_TIMEOUT = 10.0   # until the port accepts connections (scaled for sanitized builds)
 STOP_TIMEOUT = 15.0    # from SIGTERM to exit (scaled)
 RUN_TIMEOUT = 10.0     # for runs expected to exit by themselves (--help, bad options)
+SWEEP_SECONDS = 1.0    # musicd's housekeeping interval (ops/worker.c), which flushes closes
 
 
 # Without --config, musicd reads the configuration make install put in place
@@ -189,6 +190,14 @@ class Musicd:
     def fd_count(self):
         """Number of open file descriptors of the process."""
         return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def settled_fd_count(self):
+        """fd_count once the files musicd let go have been closed: a disk lane closes them in
+        batches, and hands on a batch not yet full at its once-a-second sweep
+        (media/disk_io.h). A baseline taken before that counts descriptors about to go, and
+        could hide as many leaked ones."""
+        time.sleep(SWEEP_SECONDS + 0.3)
+        return self.fd_count()
 
     def cpu_seconds(self):
         """User plus system CPU time the process (all its threads) has used so far."""
