@@ -405,9 +405,10 @@ def test_the_limits_are_gauges_of_the_settings_and_a_reload_shows_the_new_live_o
 def test_the_connection_limit_gauge_is_the_one_settled_from_the_descriptor_limit(musicd):
     # No --max-connections: musicd settles it from the descriptor limit and says so at start.
     server = musicd.start(extra_args=["--workers", "2"], descriptor_limit=1500)
-    logged = re.search(r"descriptor limit 1500: at most (\d+) connections at once",
-                       server.stderr_text())
-    assert logged, server.stderr_text()
+    # the line comes after the workers have started, which is all that start() waits for
+    line = server.wait_for_stderr("descriptor limit 1500: at most ")[0]
+    logged = re.search(r"descriptor limit 1500: at most (\d+) connections at once", line)
+    assert logged, line
     s = scrape(server)
     assert s.value("musicd_connections_limit") == int(logged.group(1)) > 0
     assert s.value("process_max_fds") == 1500
