@@ -123,7 +123,7 @@ static int parse_unsigned(const char *text, unsigned minimum, unsigned maximum, 
  * Digits, then nothing or one of K, M, G, T, P (each 1024 times the one
  * before, as sizes of memory and disks are counted); at most maximum.
  */
-static int parse_bytes(const char *text, uint64_t maximum, uint64_t *out)
+static int parse_bytes(const char *text, uint64_t minimum, uint64_t maximum, uint64_t *out)
 {
 	static const char suffixes[] = "KMGTP";
 	if (text[0] < '0' || text[0] > '9')
@@ -140,7 +140,7 @@ static int parse_bytes(const char *text, uint64_t maximum, uint64_t *out)
 			return -1;
 		unit = (uint64_t)1 << (10 * (suffix - suffixes + 1));
 	}
-	if (value > maximum / unit)
+	if (value > maximum / unit || (uint64_t)value * unit < minimum)
 		return -1;
 	*out = (uint64_t)value * unit;
 	return 0;
@@ -217,12 +217,12 @@ int config_set(struct config *config, const char *name, const char *value, char 
 		}
 		return 0;
 	case OPTION_BYTES:
-		if (parse_bytes(value, option->byte_maximum, (uint64_t *)(base + option->offset)) <
-		    0) {
+		if (parse_bytes(value, option->byte_minimum, option->byte_maximum,
+				(uint64_t *)(base + option->offset)) < 0) {
 			set_error(error, error_size,
-				  "%s: '%s' is not a size from 0 to %" PRIu64
+				  "%s: '%s' is not a size from %" PRIu64 " to %" PRIu64
 				  " bytes (digits, optionally followed by K, M, G, T or P)",
-				  name, value, option->byte_maximum);
+				  name, value, option->byte_minimum, option->byte_maximum);
 			return -1;
 		}
 		return 0;

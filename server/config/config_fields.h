@@ -68,7 +68,7 @@ struct config {
 	char *content_type_field; /* string field whose value is the Content-Type; NULL: by extension */
 	char *gridfs_field;	  /* a GridFS file's ObjectId when path_field is absent; "_id" */
 	char *gridfs_bucket;
-	unsigned gridfs_window;	  /* GridFS bytes buffered per response before fetching waits */
+	uint64_t gridfs_window;	  /* GridFS bytes buffered per response before fetching waits */
 	char *gridfs_cache_dir;	  /* the spool of GridFS copies; NULL for off */
 	uint64_t gridfs_cache_size; /* bytes the spool may hold */
 	char *media_roots[CONFIG_MAX_MEDIA_ROOTS]; /* as given; media.c resolves them */
@@ -99,7 +99,7 @@ struct config {
 	unsigned disk_threads_per_root;	  /* one lane's most; 0: three quarters, settled by main */
 	unsigned disk_queue;		  /* starts queued per lane */
 	unsigned disk_queue_timeout_ms;	  /* a start's wait for room in a full queue, then 503 */
-	unsigned disk_window;		  /* bytes read ahead per stream, and sent at once */
+	uint64_t disk_window;		  /* bytes read ahead per stream, and sent at once */
 	enum log_level log_level;
 
 	/* Offload: nginx or Apache/lighttpd send the bytes; musicd only looks up and checks. */

@@ -17,7 +17,9 @@
 #define STRING(field) .kind = OPTION_STRING, .offset = FIELD(field)
 #define STRING_OR_OFF(field) .kind = OPTION_STRING_OR_OFF, .offset = FIELD(field)
 #define NUMBER(field, low, high) .kind = OPTION_UNSIGNED, .offset = FIELD(field), .minimum = low, .maximum = high
-#define BYTES(field, high) .kind = OPTION_BYTES, .offset = FIELD(field), .byte_maximum = high
+#define BYTES(field, high) BYTES_FROM(field, 0, high)
+#define BYTES_FROM(field, low, high) \
+	.kind = OPTION_BYTES, .offset = FIELD(field), .byte_minimum = low, .byte_maximum = high
 #define LIST(items, count, capacity)                                                              \
 	.kind = OPTION_LIST, .offset = FIELD(items), .count_offset = FIELD(count), .maximum = capacity
 
@@ -63,7 +65,7 @@ static const struct option_spec options[] = {
 	{"gridfs-bucket", "NAME", STRING(gridfs_bucket),
 	 .help = "GridFS bucket (NAME.files, NAME.chunks) in the same database",
 	 .default_value = "fs"},
-	{"gridfs-window", "BYTES", NUMBER(gridfs_window, 1024, 1024 * 1024 * 1024),
+	{"gridfs-window", "BYTES", BYTES_FROM(gridfs_window, 1024, 1024 * 1024 * 1024),
 	 .help = "GridFS bytes read ahead per response before waiting for the client",
 	 .default_value = "1048576"},
 	{"gridfs-cache-dir", "DIR|off", STRING_OR_OFF(gridfs_cache_dir),
@@ -116,7 +118,7 @@ static const struct option_spec options[] = {
 	 .help = "how long a track start waits for room in a full disk queue before 503 with "
 		 "Retry-After (a stream already playing always waits)",
 	 .default_value = "2000", LIVE},
-	{"disk-window", "BYTES", NUMBER(disk_window, 65536, 64 * 1024 * 1024),
+	{"disk-window", "BYTES", BYTES_FROM(disk_window, 65536, 64 * 1024 * 1024),
 	 .help = "bytes of a track read ahead per stream, and the most sent from the page cache "
 		 "at once: one window is sent while the next is read",
 	 .default_value = "1048576", LIVE},

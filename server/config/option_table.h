@@ -17,7 +17,7 @@
 enum option_kind {
 	OPTION_STRING,	   /* char * field, replaced */
 	OPTION_UNSIGNED,   /* unsigned field within [minimum, maximum] */
-	OPTION_BYTES,	   /* uint64_t field, 0 to byte_maximum, with an optional K/M/G/T/P suffix */
+	OPTION_BYTES,	   /* uint64_t field, byte_minimum to byte_maximum, with an optional K/M/G/T/P suffix */
 	OPTION_LISTEN,	   /* host + port */
 	OPTION_METRICS_LISTEN, /* host + port of the metrics listener, or "off" */
 	OPTION_LIST,	   /* repeatable: appended; the command line's replace the file's */
@@ -33,7 +33,7 @@ struct option_spec {
 	enum option_kind kind;
 	size_t offset;
 	unsigned minimum, maximum; /* OPTION_UNSIGNED: the range; OPTION_LIST: maximum = capacity */
-	uint64_t byte_maximum;	   /* OPTION_BYTES: the largest size */
+	uint64_t byte_minimum, byte_maximum; /* OPTION_BYTES: the smallest and largest size */
 	const char *help;
 	size_t count_offset;	   /* OPTION_LIST: the size_t holding the item count */
 	/*

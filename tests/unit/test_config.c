@@ -1393,6 +1393,18 @@ static const char *quoting(char out[CONFIG_ERROR_MAX], const char *before, const
 	return out;
 }
 
+/* Setting name to value fails, saying it is not a size within range ("0 to 1024"). */
+static void assert_size_refused(struct fixture *f, const char *name, const char *value,
+				const char *range)
+{
+	char expected[CONFIG_ERROR_MAX];
+	snprintf(expected, sizeof(expected),
+		 "%s: '%s' is not a size from %s bytes (digits, optionally followed by K, M, G, T "
+		 "or P)",
+		 name, value, range);
+	assert_set_fails_with(f, name, value, expected);
+}
+
 struct size_text {
 	const char *text;
 	uint64_t bytes;
@@ -1453,11 +1465,7 @@ static void test_gridfs_cache_size_past_2_to_the_62_or_malformed_fails_and_keeps
 	};
 	assert_int_equal(set(f, "gridfs-cache-size", "8G"), 0);
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
-		char expected[CONFIG_ERROR_MAX];
-		assert_set_fails_with(f, "gridfs-cache-size", values[i],
-				      quoting(expected, "gridfs-cache-size: ", values[i],
-					      " is not a size from 0 to 4611686018427387904 bytes "
-					      "(digits, optionally followed by K, M, G, T or P)"));
+		assert_size_refused(f, "gridfs-cache-size", values[i], "0 to 4611686018427387904");
 		assert_true(f->config.gridfs_cache_size == (uint64_t)8 << 30);
 	}
 }
@@ -1470,6 +1478,43 @@ static void test_gridfs_cache_size_from_the_file_is_replaced_by_the_flag(void **
 	assert_true(f->config.gridfs_cache_size == (uint64_t)6 << 40);
 	assert_int_equal(load(f, NULL, ARGV("--config", path, "--gridfs-cache-size=5000000000")), 0);
 	assert_true(f->config.gridfs_cache_size == 5000000000u);
+}
+
+/* -- the windows: sizes too, with a smallest one ----------------------------------------------- */
+
+static void test_the_windows_take_a_size_with_a_suffix(void **state)
+{
+	struct fixture *f = *state;
+	const struct {
+		const char *name, *text;
+		uint64_t bytes;
+		const uint64_t *field;
+	} sizes[] = {
+		{"disk-window", "256K", 262144, &f->config.disk_window},
+		{"disk-window", "65536", 65536, &f->config.disk_window},
+		{"disk-window", "64M", (uint64_t)64 << 20, &f->config.disk_window},
+		{"gridfs-window", "1K", 1024, &f->config.gridfs_window},
+		{"gridfs-window", "1G", (uint64_t)1 << 30, &f->config.gridfs_window},
+	};
+	assert_true(f->config.disk_window == 1048576 && f->config.gridfs_window == 1048576);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		if (set(f, sizes[i].name, sizes[i].text) != 0)
+			fail_msg("%s = %s: %s", sizes[i].name, sizes[i].text, f->error);
+		assert_true(*sizes[i].field == sizes[i].bytes);
+	}
+}
+
+static void test_a_window_outside_its_sizes_fails_and_keeps_the_value(void **state)
+{
+	struct fixture *f = *state;
+	const char *const values[] = {"65535", "32K", "67108865", "65M", "1G", "0", "256k", "1.5M"};
+	assert_int_equal(set(f, "disk-window", "512K"), 0);
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		assert_size_refused(f, "disk-window", values[i], "65536 to 67108864");
+		assert_true(f->config.disk_window == 524288);
+	}
+	assert_size_refused(f, "gridfs-window", "1023", "1024 to 1073741824");
+	assert_true(f->config.gridfs_window == 1048576);
 }
 
 static void test_gridfs_cache_size_is_copied_whole(void **state)
@@ -1605,6 +1650,8 @@ int main(void)
 		TEST(test_gridfs_cache_size_past_2_to_the_62_or_malformed_fails_and_keeps_the_value),
 		TEST(test_gridfs_cache_size_from_the_file_is_replaced_by_the_flag),
 		TEST(test_gridfs_cache_size_is_copied_whole),
+		TEST(test_the_windows_take_a_size_with_a_suffix),
+		TEST(test_a_window_outside_its_sizes_fails_and_keeps_the_value),
 		TEST(test_cors_origin_is_off_unless_given),
 		TEST(test_cors_origin_flags_repeat_in_order),
 		TEST(test_cors_origin_flags_replace_the_file_list),
