@@ -17,6 +17,9 @@ from musicd_process import musicd_env
 from support import REPO
 from test_install import EXAMPLES, adapt_installed_configuration
 
+# What BENCHMARKS.md links to (debian/musicd.docs ships the folder whole).
+BENCHMARK_FILES = sorted(p.name for p in (REPO / "docs" / "benchmarks").iterdir() if p.is_file())
+
 pytestmark = [pytest.mark.skipif(
     not (shutil.which("dpkg-buildpackage") and shutil.which("dh") and shutil.which("lintian")),
     reason="dpkg-dev, debhelper and lintian are needed (scripts/setup/install-deps test)"),
@@ -138,6 +141,8 @@ def test_the_package_installs_the_layout_and_nothing_else(package):
         name = f"{doc.name}.gz" if doc.stat().st_size > 4096 else doc.name
         expected[f"/usr/share/doc/musicd/{name}"] = "-rw-r--r--"
     expected.update({f"/usr/share/doc/musicd/examples/{name}": "-rw-r--r--" for name in EXAMPLES})
+    expected.update({f"/usr/share/doc/musicd/benchmarks/{name}": "-rw-r--r--"
+                     for name in BENCHMARK_FILES})
     assert files == expected
     entries = package.contents()
     for directory in ("/var/log/musicd", "/var/lib/musicd/music"):
@@ -149,6 +154,14 @@ def test_the_shipped_examples_are_the_repository_s_files_uncompressed(package):
     examples = package.extracted() / "usr" / "share" / "doc" / "musicd" / "examples"
     for name in EXAMPLES:
         assert (examples / name).read_bytes() == (REPO / "config" / name).read_bytes(), name
+
+
+def test_the_benchmark_charts_and_results_are_shipped_uncompressed_beside_benchmarks_md(package):
+    # BENCHMARKS.md links to them as benchmarks/NAME: compressed, its charts would not show.
+    shipped = package.extracted() / "usr" / "share" / "doc" / "musicd" / "benchmarks"
+    assert BENCHMARK_FILES and any(name.endswith(".svg") for name in BENCHMARK_FILES)
+    for name in BENCHMARK_FILES:
+        assert (shipped / name).read_bytes() == (REPO / "docs" / "benchmarks" / name).read_bytes()
 
 
 def test_the_rules_and_the_dashboard_are_the_repository_s_files(package):
