@@ -46,12 +46,15 @@ $(OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 
 # The configuration file musicd reads without --config: the one make install puts in place,
 # $(sysconfdir)/musicd/musicd.conf (sysconfdir and the install's other directories are below).
-# Only ops/main.c is compiled with it, and again whenever it changes: the stamp file holds the
+# Only ops/main.c and import/main.c are compiled with it, and again whenever it changes: the stamp file holds the
 # path and is rewritten only then. make install links a musicd of its own with its sysconfdir's
-# (build/install/musicd), so that an install for another PREFIX never relinks build/musicd.
+# (build/install/musicd, and musicd-import, which reads it too), so that an install for another
+# PREFIX never relinks build/musicd.
 CONFIG_FILE = $(sysconfdir)/musicd/musicd.conf
-$(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o: build/config-file.stamp
-$(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o: MAIN_DEFINES = -DMUSICD_CONFIG_FILE='"$(CONFIG_FILE)"'
+$(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o $(OBJ)/import/main.o $(ASAN_OBJ)/import/main.o: \
+		build/config-file.stamp
+$(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o $(OBJ)/import/main.o $(ASAN_OBJ)/import/main.o: \
+		MAIN_DEFINES = -DMUSICD_CONFIG_FILE='"$(CONFIG_FILE)"'
 
 build/config-file.stamp build/install/config-file.stamp: FORCE
 	@mkdir -p $(@D)
@@ -103,11 +106,22 @@ build/musicd-import: $(IMPORT_OBJS)
 build/asan/musicd-import: $(ASAN_OBJ)/import/main.o $(IMPORT_ASAN_LIB_OBJS)
 	$(CC) $(SAN_FLAGS) -pthread -o $@ $^ $(IMPORT_LIBS)
 
+# musicd-import reads the same file without --config: its install links its own main.o too.
+build/install/musicd-import: $(filter-out $(OBJ)/import/main.o,$(IMPORT_OBJS)) \
+		$(INSTALL_OBJ)/import/main.o
+	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $^ $(IMPORT_LIBS)
+
+$(INSTALL_OBJ)/import/main.o: import/main.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION \
+		Makefile build/install/config-file.stamp
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' \
+		-DMUSICD_CONFIG_FILE='"$(CONFIG_FILE)"' -c -o $@ $<
+
 $(OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION Makefile | $(OBJ)/import
-	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(CPPFLAGS) $(CFLAGS) -DMUSICD_VERSION='"$(VERSION)"' $(MAIN_DEFINES) -c -o $@ $<
 
 $(ASAN_OBJ)/import/%.o: import/%.c $(wildcard import/*.h) $(SERVER_HDRS) VERSION Makefile | $(ASAN_OBJ)/import
-	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(IMPORT_CFLAGS) $(SAN_FLAGS) -DMUSICD_VERSION='"$(VERSION)"' $(MAIN_DEFINES) -c -o $@ $<
 
 $(OBJ)/import/%.o: import/%.cpp $(wildcard import/*.h) Makefile | $(OBJ)/import
 	$(CXX) $(IMPORT_CXXFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
@@ -324,12 +338,12 @@ MAN_INSTALLED := $(DESTDIR)$(man8dir)/musicd.8
 MONITORING_FILES := prometheus/musicd.rules.yml prometheus/musicd.rules.test.yml \
 	grafana/musicd-dashboard.json
 
-install: build/install/musicd build/musicd-import build/install/musicd.conf build/install/musicd.logrotate
+install: build/install/musicd build/install/musicd-import build/install/musicd.conf build/install/musicd.logrotate
 	$(INSTALL) -d -m 755 $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) $(DESTDIR)$(sysconfdir)/musicd \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(LOGROTATEDIR) $(DESTDIR)$(man1dir) $(DESTDIR)$(man8dir) $(EXAMPLES_INSTALLED)
 	$(INSTALL_PROGRAM) build/install/musicd $(DESTDIR)$(sbindir)/musicd
-	$(INSTALL_PROGRAM) build/musicd-import $(DESTDIR)$(bindir)/musicd-import
+	$(INSTALL_PROGRAM) build/install/musicd-import $(DESTDIR)$(bindir)/musicd-import
 	@if [ -e $(CONF_INSTALLED) ]; then echo "install: $(CONF_INSTALLED) exists, kept"; \
 	else \
 		$(INSTALL_DATA) build/install/musicd.conf $(CONF_INSTALLED); fi

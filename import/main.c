@@ -36,6 +36,10 @@
 #ifndef MUSICD_VERSION
 #define MUSICD_VERSION "unknown"
 #endif
+/* musicd's configuration file, read without --config as musicd reads it (the Makefile's). */
+#ifndef MUSICD_CONFIG_FILE
+#error "MUSICD_CONFIG_FILE: the installed musicd.conf's path (the Makefile defines it)"
+#endif
 
 #define EXIT_ALL_IMPORTED 0
 #define EXIT_SOME_SKIPPED 1
@@ -447,8 +451,8 @@ int main(int argc, char **argv)
 	import_options_init(&run.options);
 	known_init(&run.known);
 	listing_init(&run.listing);
-	if (import_options_load(&run.options, argc, argv, getenv("MONGODB_URI"), &action,
-				run.error, sizeof(run.error)) < 0) {
+	if (import_options_load(&run.options, argc, argv, getenv("MONGODB_URI"), MUSICD_CONFIG_FILE,
+				&action, run.error, sizeof(run.error)) < 0) {
 		fprintf(stderr, "musicd-import: %s\n", run.error);
 		import_options_free(&run.options);
 		return EXIT_USAGE_OR_DATABASE;
@@ -456,7 +460,7 @@ int main(int argc, char **argv)
 	if (run.options.json)
 		console_hide_progress(&run.console);
 	if (action == IMPORT_HELP) {
-		import_options_usage(stdout, "musicd-import");
+		import_options_usage(stdout, "musicd-import", MUSICD_CONFIG_FILE);
 		import_options_free(&run.options);
 		return EXIT_ALL_IMPORTED;
 	}

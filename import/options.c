@@ -38,7 +38,8 @@ struct option_spec {
 
 static const struct option_spec options[] = {
 	{"config", "FILE", OPTION_CONFIG,
-	 .help = "musicd's config file (its database settings are used); flags override it"},
+	 .help = "musicd's config file (its database settings are used; default: the installed "
+		 "one, if it exists; off: none); flags override it"},
 	{"mongodb-uri", "URI", SHARED(mongodb_uri), .help = "MongoDB connection string, else $MONGODB_URI"},
 	{"database", "NAME", SHARED(database), .help = "database holding the tracks"},
 	{"collection", "NAME", SHARED(collection), .help = "collection holding the tracks"},
@@ -215,8 +216,8 @@ static int apply_shared(struct import_options *out, const struct argument *argum
 }
 
 int import_options_load(struct import_options *out, int argc, char *const *argv,
-			const char *env_mongodb_uri, enum import_action *action, char *error,
-			size_t error_size)
+			const char *env_mongodb_uri, const char *installed_config,
+			enum import_action *action, char *error, size_t error_size)
 {
 	struct argument argument;
 	const char *config_path = NULL;
@@ -254,7 +255,8 @@ int import_options_load(struct import_options *out, int argc, char *const *argv,
 	if (*action == IMPORT_VERSION)
 		return 0;
 
-	if (config_load_under_flags(&out->config, env_mongodb_uri, config_path, error,
+	if (config_load_under_flags(&out->config, env_mongodb_uri,
+				    config_file_to_read(config_path, installed_config), error,
 				    error_size) < 0)
 		return -1;
 
@@ -282,7 +284,7 @@ int import_options_load(struct import_options *out, int argc, char *const *argv,
 	return 0;
 }
 
-void import_options_usage(FILE *out, const char *program)
+void import_options_usage(FILE *out, const char *program, const char *installed_config)
 {
 	struct config defaults;
 	config_init(&defaults);
@@ -309,6 +311,9 @@ void import_options_usage(FILE *out, const char *program)
 	}
 	fprintf(out, "  %-28s %s\n", "--help", "show this help and exit");
 	fprintf(out, "  %-28s %s\n", "--version", "print the version and exit");
+	if (installed_config != NULL)
+		fprintf(out, "\nWithout --config, %s reads musicd's %s if it exists.\n", program,
+			installed_config);
 	fprintf(out, "\nExit status: 0 all imported, 1 some files skipped, 2 usage or database "
 		     "error.\n");
 	config_free(&defaults);

@@ -36,14 +36,16 @@ void import_options_free(struct import_options *options);
 
 /*
  * Parses argv (options and DIR arguments in any order, "--" ends options)
- * over env_mongodb_uri (may be NULL) and the --config file. Returns 0 with
- * *action set, or -1 with a one-line message in error.
+ * over env_mongodb_uri (may be NULL) and the config file: --config's, none
+ * for --config off, else installed_config (musicd's, read as musicd reads it)
+ * when it exists. Returns 0 with *action set, or -1 with a one-line message
+ * in error.
  */
 int import_options_load(struct import_options *options, int argc, char *const *argv,
-			const char *env_mongodb_uri, enum import_action *action, char *error,
-			size_t error_size);
+			const char *env_mongodb_uri, const char *installed_config,
+			enum import_action *action, char *error, size_t error_size);
 
-/* The --help text, defaults taken from a config_init'd struct. */
-void import_options_usage(FILE *out, const char *program);
+/* The --help text, defaults taken from a config_init'd struct; installed_config may be NULL. */
+void import_options_usage(FILE *out, const char *program, const char *installed_config);
 
 #endif

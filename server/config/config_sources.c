@@ -242,13 +242,8 @@ int config_load_under_flags(struct config *config, const char *env_mongodb_uri,
 	return 0;
 }
 
-/*
- * The config file to read: --config's, none for --config off, else the
- * installed one if it exists (musicd then runs on its flags alone, as before
- * an install). An installed file that exists but cannot be read is read all
- * the same, so that its error is reported rather than the file passed over.
- */
-static const char *file_to_read(const char *given, const char *installed)
+/* Without an installed file, musicd runs on its flags alone, as before an install. */
+const char *config_file_to_read(const char *given, const char *installed)
 {
 	if (given != NULL)
 		return strcmp(given, CONFIG_FILE_OFF) == 0 ? NULL : given;
@@ -293,7 +288,7 @@ int config_load(struct config *config, int argc, char *const *argv, const char *
 		return 0;
 
 	config->config_off = config_path != NULL && strcmp(config_path, CONFIG_FILE_OFF) == 0;
-	config_path = file_to_read(config_path, installed_config);
+	config_path = config_file_to_read(config_path, installed_config);
 	if (config_load_under_flags(config, env_mongodb_uri, config_path, error, error_size) < 0)
 		return -1;
 	free(config->config_file);

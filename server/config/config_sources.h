@@ -28,6 +28,14 @@ int config_load_under_flags(struct config *config, const char *env_mongodb_uri,
 #define CONFIG_FILE_OFF "off"
 
 /*
+ * The config file to read: given (--config's value; NULL when not given),
+ * none for CONFIG_FILE_OFF, else installed if it exists (NULL: none). An
+ * installed file that exists but cannot be read is returned all the same, so
+ * that its error is reported rather than the file passed over.
+ */
+const char *config_file_to_read(const char *given, const char *installed);
+
+/*
  * The whole start-up sequence: defaults, env_mongodb_uri (may be NULL), a
  * config file, then the flags. The file is the one --config names; with
  * --config off none; without --config, installed_config (the file an install

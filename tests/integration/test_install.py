@@ -307,6 +307,35 @@ def test_the_installed_musicd_reads_the_installed_configuration_without_config(t
     assert files_under(prefix) == {}
 
 
+@pytest.mark.no_c_binary  # installs and runs build/musicd-import, whatever MUSICD_IMPORT_BIN is
+def test_the_installed_musicd_import_reads_the_installed_configuration_without_config(
+        tmp_path, mongo, db, media):
+    """(fails before: without --config musicd-import read no file and wrote to its defaults, not
+    where the installed musicd reads)"""
+    prefix = tmp_path / "prefix"
+    make("-s", "install", f"PREFIX={prefix}")
+    binary = prefix / "bin" / "musicd-import"
+    conf = prefix / "etc" / "musicd" / "musicd.conf"
+    assert conf.exists()
+    help_text = run_installed(binary, "--help").stdout
+    assert f"Without --config, musicd-import reads musicd's {conf} if it exists." in help_text
+    music = tmp_path / "music"
+    music.mkdir()
+    shutil.copyfile(media.short, music / "a.mp3")
+    conf.write_text(f"media-root = {music}\nmongodb-uri = {mongo.uri}\ndatabase = {db.name}\n"
+                    "collection = installed\n")
+    result = run_installed(binary, music)
+    assert result.returncode == 0, result
+    tracks = db.client[db.name]
+    assert [d["path"] for d in tracks["installed"].find({})] == [str(music / "a.mp3")]
+    # --config off reads none: the flags alone, and musicd's default collection.
+    off = run_installed(binary, "--config", "off", "--mongodb-uri", mongo.uri, "--database",
+                        db.name, music)
+    assert off.returncode == 0, off
+    assert [d["path"] for d in tracks["tracks"].find({})] == [str(music / "a.mp3")]
+    make("-s", "uninstall", f"PREFIX={prefix}")
+
+
 @pytest.mark.no_c_binary  # installs and runs build/musicd, whatever MUSICD_BIN is
 def test_sighup_re_reads_the_installed_configuration_musicd_started_with(tmp_path):
     prefix = tmp_path / "prefix"

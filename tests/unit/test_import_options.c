@@ -22,6 +22,7 @@ struct fixture {
 	enum import_action action;
 	char error[512];
 	char path[64];
+	const char *installed; /* the installed config file load passes; NULL: none */
 };
 
 static int setup(void **state)
@@ -53,7 +54,7 @@ static int load(struct fixture *f, const char *env, char *const *argv, int argc)
 {
 	import_options_free(&f->options);
 	import_options_init(&f->options);
-	return import_options_load(&f->options, argc, argv, env, &f->action, f->error,
+	return import_options_load(&f->options, argc, argv, env, f->installed, &f->action, f->error,
 				   sizeof(f->error));
 }
 
@@ -64,6 +65,48 @@ static void write_config(struct fixture *f, const char *text)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
+}
+
+/* -- the installed config file: read as musicd reads it ---------------------------------------- */
+
+static void test_the_installed_config_is_read_without_config(void **state)
+{
+	struct fixture *f = *state;
+	write_config(f, "media-root = /srv\nmongodb-uri = mongodb://installed:1\ndatabase = idb\n");
+	f->installed = f->path;
+	assert_int_equal(LOAD(f, "mongodb://env:1", "--collection", "flagcoll", "/music"), 0);
+	assert_string_equal(f->options.config.mongodb_uri, "mongodb://installed:1");
+	assert_string_equal(f->options.config.database, "idb");
+	assert_string_equal(f->options.config.collection, "flagcoll");
+}
+
+static void test_config_off_or_another_file_reads_not_the_installed_one(void **state)
+{
+	struct fixture *f = *state;
+	write_config(f, "database = idb\n");
+	f->installed = f->path;
+	assert_int_equal(LOAD(f, NULL, "--config", "off", "/music"), 0);
+	assert_string_equal(f->options.config.database, "musicdb");
+	char other[] = "/tmp/test_import_options_other.XXXXXX";
+	int fd = mkstemp(other);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "database = odb\n", 15), 15);
+	close(fd);
+	assert_int_equal(LOAD(f, NULL, "--config", other, "/music"), 0);
+	unlink(other);
+	assert_string_equal(f->options.config.database, "odb");
+}
+
+static void test_a_missing_installed_config_is_no_error_and_a_bad_one_is(void **state)
+{
+	struct fixture *f = *state;
+	f->installed = "/nonexistent/musicd.conf";
+	assert_int_equal(LOAD(f, NULL, "/music"), 0);
+	assert_string_equal(f->options.config.database, "musicdb");
+	write_config(f, "workers = many\n");
+	f->installed = f->path;
+	assert_int_equal(LOAD(f, NULL, "/music"), -1);
+	assert_non_null(strstr(f->error, f->path));
 }
 
 static void test_defaults_are_musicds(void **state)
@@ -185,7 +228,7 @@ static void test_help_text_lists_every_flag_with_musicds_defaults(void **state)
 	char *text = NULL;
 	size_t size = 0;
 	FILE *out = open_memstream(&text, &size);
-	import_options_usage(out, "musicd-import");
+	import_options_usage(out, "musicd-import", "/etc/musicd/musicd.conf");
 	fclose(out);
 	const char *flags[] = {"--config FILE", "--mongodb-uri URI", "--database NAME",
 			       "--collection NAME", "--path-field NAME", "--hash", "--prune",
@@ -195,6 +238,8 @@ static void test_help_text_lists_every_flag_with_musicds_defaults(void **state)
 		assert_non_null(strstr(text, flags[i]));
 	assert_non_null(strstr(text, "(default musicdb)"));
 	assert_non_null(strstr(text, "(default mongodb://127.0.0.1:27017)"));
+	assert_non_null(strstr(text, "Without --config, musicd-import reads musicd's "
+				     "/etc/musicd/musicd.conf if it exists."));
 	free(text);
 }
 
@@ -209,6 +254,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_env_over_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_help_and_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_usage_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_the_installed_config_is_read_without_config, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_config_off_or_another_file_reads_not_the_installed_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_a_missing_installed_config_is_no_error_and_a_bad_one_is, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_file_errors_name_the_file_and_line, setup,
 						teardown),
 		cmocka_unit_test(test_help_text_lists_every_flag_with_musicds_defaults),
