@@ -181,7 +181,11 @@ def stop_mid_run(restartable_db, library, sources, restart_after):
 
 @pytest.mark.timing  # the database is stopped while the import runs
 def test_a_database_stopped_mid_run_and_restarted(restartable_db, library, sources):
-    status, summary, err = stop_mid_run(restartable_db, library, sources, restart_after=0.5)
+    # Back after 3 s: long enough for the import's next write (512 files read after the first
+    # batch's 256) to meet the outage also under ASan on a loaded machine (with 0.5 s, a fresh
+    # make test saw all three tries finish with every write stored), and well within the
+    # 10 s a failed batch's look-up waits for the database (BATCH_LOOK_UP_WAIT_MS).
+    status, summary, err = stop_mid_run(restartable_db, library, sources, restart_after=3.0)
     assert status == 2, err
     assert "database" in err, err
     assert summary["unconfirmed"] == 0, (summary, err)
