@@ -46,10 +46,10 @@ $(OBJ)/%.o: server/%.c $(SERVER_HDRS) VERSION Makefile
 
 # The configuration file musicd reads without --config: the one make install puts in place,
 # $(sysconfdir)/musicd/musicd.conf (sysconfdir and the install's other directories are below).
-# Only ops/main.c and import/main.c are compiled with it, and again whenever it changes: the stamp file holds the
-# path and is rewritten only then. make install links a musicd of its own with its sysconfdir's
-# (build/install/musicd, and musicd-import, which reads it too), so that an install for another
-# PREFIX never relinks build/musicd.
+# Only ops/main.c and import/main.c are compiled with it, and again whenever it changes: the
+# stamp file holds the path and is rewritten only then. make install links a musicd and a
+# musicd-import of their own with its sysconfdir's (build/install/), so that an install for
+# another PREFIX never relinks build/musicd or build/musicd-import.
 CONFIG_FILE = $(sysconfdir)/musicd/musicd.conf
 $(OBJ)/ops/main.o $(ASAN_OBJ)/ops/main.o $(OBJ)/import/main.o $(ASAN_OBJ)/import/main.o: \
 		build/config-file.stamp

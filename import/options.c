@@ -37,9 +37,9 @@ struct option_spec {
 #define SWITCH(field) .kind = OPTION_SWITCH, .offset = offsetof(struct import_options, field)
 
 static const struct option_spec options[] = {
-	{"config", "FILE", OPTION_CONFIG,
-	 .help = "musicd's config file (its database settings are used; default: the installed "
-		 "one, if it exists; off: none); flags override it"},
+	{"config", "FILE|off", OPTION_CONFIG,
+	 .help = "musicd's config file (its database settings are used); flags override it; "
+		 "without it, the installed file if it exists (below); off: none"},
 	{"mongodb-uri", "URI", SHARED(mongodb_uri), .help = "MongoDB connection string, else $MONGODB_URI"},
 	{"database", "NAME", SHARED(database), .help = "database holding the tracks"},
 	{"collection", "NAME", SHARED(collection), .help = "collection holding the tracks"},
