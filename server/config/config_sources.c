@@ -6,10 +6,12 @@
 #include "config/config_sources.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config_check.h"
@@ -76,11 +78,29 @@ int config_parse_text(struct config *config, const char *text, const char *sourc
 	return 0;
 }
 
+/*
+ * Opened without blocking and read only if it is a regular file: a FIFO or a
+ * device at the path would otherwise hold the start (or an import) forever.
+ */
 static int read_file(const char *path, char **out, char *error, size_t error_size)
 {
-	FILE *file = fopen(path, "re");
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(error, error_size, "config file %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(error, error_size, "config file %s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	FILE *file = fdopen(fd, "r");
 	if (file == NULL) {
 		snprintf(error, error_size, "config file %s: %s", path, strerror(errno));
+		close(fd);
 		return -1;
 	}
 	char *text = malloc(CONFIG_FILE_MAX + 1);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1480,6 +1481,27 @@ static void test_gridfs_cache_size_from_the_file_is_replaced_by_the_flag(void **
 	assert_true(f->config.gridfs_cache_size == 5000000000u);
 }
 
+/* -- the config file is a regular file: a FIFO would hold the start forever ---------------------- */
+
+static void test_a_config_path_that_is_not_a_regular_file_is_refused_at_once(void **state)
+{
+	struct fixture *f = *state;
+	snprintf(f->path, sizeof(f->path), "/tmp/musicd-test-config.XXXXXX");
+	assert_non_null(mkdtemp(f->path));
+	char fifo[sizeof(f->path) + 8];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", f->path);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	/* No writer: an open that blocked would never return, and the test would hang. */
+	char expected[CONFIG_ERROR_MAX];
+	snprintf(expected, sizeof(expected), "config file %s: not a regular file", fifo);
+	assert_load_fails_with(f, ARGV("--config", fifo), expected);
+	snprintf(expected, sizeof(expected), "config file %s: not a regular file", f->path);
+	assert_load_fails_with(f, ARGV("--config", f->path), expected);
+	unlink(fifo);
+	rmdir(f->path);
+	f->path[0] = '\0';
+}
+
 /* -- the windows: sizes too, with a smallest one ----------------------------------------------- */
 
 static void test_the_windows_take_a_size_with_a_suffix(void **state)
@@ -1650,6 +1672,7 @@ int main(void)
 		TEST(test_gridfs_cache_size_past_2_to_the_62_or_malformed_fails_and_keeps_the_value),
 		TEST(test_gridfs_cache_size_from_the_file_is_replaced_by_the_flag),
 		TEST(test_gridfs_cache_size_is_copied_whole),
+		TEST(test_a_config_path_that_is_not_a_regular_file_is_refused_at_once),
 		TEST(test_the_windows_take_a_size_with_a_suffix),
 		TEST(test_a_window_outside_its_sizes_fails_and_keeps_the_value),
 		TEST(test_cors_origin_is_off_unless_given),
