@@ -92,7 +92,7 @@ IMPORT_CXXFLAGS := -std=gnu++17 -D_GNU_SOURCE -pthread -Wall -Wextra -Werror -Ws
 	$(shell pkg-config --cflags libmongoc-1.0 2>/dev/null) -Iserver $(IMPORT_CFLAGS)
 IMPORT_SRCS := $(wildcard import/*.c)
 IMPORT_LIB_SRCS := $(filter-out import/main.c,$(IMPORT_SRCS))
-IMPORT_SHARED := $(addprefix server/,config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c base/nearest_name.c http/cors.c http/response_head.c base/log.c base/log_file.c \
+IMPORT_SHARED := $(addprefix server/,config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c base/nearest_name.c http/cors.c http/response_head.c base/log.c base/log_file.c base/log_writer.c base/clock.c \
 	http/proxy_trust.c http/content_type.c media/containment.c \
 	http/url_token.c http/route.c http/chars.c config/url_keys.c)
 IMPORT_OBJS := $(IMPORT_SRCS:import/%.c=$(OBJ)/import/%.o) $(OBJ)/import/tags.o \
@@ -148,7 +148,7 @@ build/tests/%: tests/unit/%.c $(LIB_SRCS:server/%.c=$(ASAN_OBJ)/%.o) | build/tes
 # build/tests/test_X_tsan links the server objects built with -fsanitize=thread.
 TSAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 TSAN_OBJ := build/tsan/obj
-TSAN_TESTS := test_lru test_lookup_cache test_file_cache test_settings test_url_token test_address_counts test_task_pool test_disk_io
+TSAN_TESTS := test_lru test_lookup_cache test_file_cache test_settings test_url_token test_address_counts test_task_pool test_disk_io test_log_writer
 TSAN_BINS := $(TSAN_TESTS:%=build/tests/%_tsan)
 unit-build: $(TSAN_BINS)
 
@@ -164,7 +164,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/%)
 PURE_SRCS := $(addprefix server/,http/range.c http/cond.c http/etag.c http/http_date.c http/proxy_trust.c \
 	http/route.c media/containment.c http/content_type.c http/offload.c \
-	config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c base/nearest_name.c http/cors.c http/disposition.c base/log.c base/log_file.c \
+	config/config.c config/option_table.c config/config_sources.c config/config_check.c base/flags.c base/nearest_name.c http/cors.c http/disposition.c base/log.c base/log_file.c base/log_writer.c base/clock.c \
 	http/multipart.c \
 	http/framing.c http/response_head.c http/request_scan.c http/chars.c \
 	http/url_token.c http/url_redact.c config/url_keys.c)

@@ -1,15 +1,19 @@
 /*
  * access_log: combined log format lines. Request fields come from the client,
  * so they are escaped (\" \\ \xHH) before they reach a log parser.
- * Reopening swaps the file under the descriptor the workers write to (dup3,
- * as log.c does for the error log), so workers take no lock and see no
- * pointer change.
+ * Lines are handed to the log's writer thread (base/log_writer.h): the loop
+ * that ends a request never waits for the log's storage, or for a reader of
+ * stdout. Reopening swaps the file under the descriptor that thread writes to
+ * (dup3, as log.c does for the error log), so nothing changes for it.
  */
 #include "base/access_log.h"
 
+#include "base/log.h"
 #include "base/log_file.h"
+#include "base/log_writer.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +22,26 @@
 struct access_log {
 	int fd;	    /* never changes once open: reopening swaps the file beneath it */
 	char *path; /* NULL for stdout; owned */
+	struct log_writer *writer; /* NULL: out of threads at the open, lines written at once */
 };
+
+static _Atomic uint64_t dropped_lines;
+
+/* On the writer thread, once it has caught up after dropping lines. */
+static void on_dropped(void *arg, uint64_t dropped)
+{
+	(void)arg; /* the access_log may be gone: released writers outlive it */
+	log_warn("access log: %llu line%s dropped: it was not written as fast as requests ended (a "
+		 "slow or hung disk, or stdout not read)",
+		 (unsigned long long)dropped, dropped == 1 ? "" : "s");
+}
+
+/* The writer thread, which owns the file's descriptor (not stdout's) from now on. */
+static void start_writer(struct access_log *log)
+{
+	log->writer = log_writer_new(log->fd, log->path != NULL, ACCESS_LOG_WRITER_BYTES, on_dropped,
+				     NULL);
+}
 
 static const char *const month_names[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
 					  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
@@ -32,6 +55,7 @@ struct access_log *access_log_open(const char *target, char *error, size_t error
 	}
 	if (strcmp(target, "-") == 0) {
 		log->fd = STDOUT_FILENO;
+		start_writer(log);
 		return log;
 	}
 	char reason[ACCESS_LOG_LINE_MAX];
@@ -46,6 +70,7 @@ struct access_log *access_log_open(const char *target, char *error, size_t error
 		free(log);
 		return NULL;
 	}
+	start_writer(log);
 	return log;
 }
 
@@ -65,10 +90,22 @@ void access_log_close(struct access_log *log)
 {
 	if (log == NULL)
 		return;
-	if (log->path != NULL)
+	if (log->writer != NULL)
+		log_writer_release(log->writer); /* writes what it holds, then closes the file */
+	else if (log->path != NULL)
 		close(log->fd);
 	free(log->path);
 	free(log);
+}
+
+int access_log_flush(struct access_log *log, unsigned wait_ms)
+{
+	return log != NULL && log->writer != NULL ? log_writer_flush(log->writer, wait_ms) : 0;
+}
+
+uint64_t access_log_dropped_lines(void)
+{
+	return atomic_load_explicit(&dropped_lines, memory_order_relaxed);
 }
 
 /* Appends text escaped; stops at the end of out. Returns the new used length. */
@@ -150,6 +187,11 @@ void access_log_write(struct access_log *log, const struct access_entry *entry)
 		return;
 	char line[ACCESS_LOG_LINE_MAX];
 	size_t length = access_log_format(line, sizeof(line), entry);
+	if (log->writer != NULL) {
+		if (!log_writer_put(log->writer, line, length))
+			atomic_fetch_add_explicit(&dropped_lines, 1, memory_order_relaxed);
+		return;
+	}
 	/* An access log that cannot be written must not take the server down. */
 	ssize_t ignored = write(log->fd, line, length);
 	(void)ignored;

@@ -1,8 +1,8 @@
 /*
  * access_log: one line per request in the combined log format, followed by
- * the response time in seconds (nginx's $request_time), written with one
- * write(2) per line so worker threads need no lock, and reopened in place on
- * SIGUSR1 (log rotation) without one either.
+ * the response time in seconds (nginx's $request_time), handed to the log's
+ * writer thread (base/log_writer.h) so that no worker waits for the log's
+ * storage, and reopened in place on SIGUSR1 (log rotation) without a lock.
  */
 #ifndef MUSICD_ACCESS_LOG_H
 #define MUSICD_ACCESS_LOG_H
@@ -12,6 +12,8 @@
 #include <time.h>
 
 #define ACCESS_LOG_LINE_MAX 4096
+/* An access log's buffer for its writer thread: lines beyond it are dropped (and counted). */
+#define ACCESS_LOG_WRITER_BYTES ((size_t)1024 * 1024)
 
 struct access_entry {
 	const char *client;	/* peer address */
@@ -30,7 +32,12 @@ struct access_log;
 
 /* target: a file path (appended to), "-" for stdout. NULL result with a message on failure. */
 struct access_log *access_log_open(const char *target, char *error, size_t error_size);
+/* Lets the log go without waiting: its writer thread writes what it holds, then closes the file. */
 void access_log_close(struct access_log *log);
+/* Waits up to wait_ms for the lines so far to be written: 0, or -1 (time ran out). */
+int access_log_flush(struct access_log *log, unsigned wait_ms);
+/* Lines dropped by every access log, all along, because its writer had not caught up. */
+uint64_t access_log_dropped_lines(void);
 /*
  * Opens the file's path again (after a rotation renamed it) and swaps it in
  * under the descriptor workers write to; safe while they write, and a no-op

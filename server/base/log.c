@@ -1,7 +1,9 @@
 /*
  * log: leveled diagnostics on stderr or in the error log file. Each line is
- * formatted into one buffer and written with a single write(2), which keeps
- * lines whole without a lock.
+ * formatted into one buffer. Until log_start_writer it is written at once
+ * with a single write(2) (start-up, -t); from then on it is handed to the
+ * log's writer thread (base/log_writer.h), so that no thread that serves
+ * requests waits for the log's storage or for a reader of stderr.
  *
  * Reopening (SIGUSR1, after logrotate renamed the file) never changes which
  * descriptor number the writers use: the new file is opened, then dup3(2)
@@ -12,6 +14,7 @@
 #include "base/log.h"
 
 #include "base/log_file.h"
+#include "base/log_writer.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,6 +31,9 @@ static _Atomic enum log_level minimum_level = LOG_LEVEL_INFO;
 /* Where lines go: stderr, or a descriptor of the error log's own (set before any thread starts). */
 static int log_fd = STDERR_FILENO;
 static char *log_path; /* NULL while the log is stderr */
+/* The writer thread's, once started; kept to the end of the process (a late line may come). */
+static _Atomic(struct log_writer *) writer;
+static _Atomic uint64_t dropped_lines;
 
 static const char *const level_names[] = {
 	[LOG_LEVEL_DEBUG] = "debug",
@@ -113,9 +119,46 @@ void log_vmsg(enum log_level level, const char *fmt, va_list args)
 	size_t length = (size_t)used + log_escape(line + used, sizeof(line) - (size_t)used - 1, message);
 	line[length++] = '\n';
 
+	struct log_writer *lines = atomic_load_explicit(&writer, memory_order_acquire);
+	if (lines != NULL) {
+		if (!log_writer_put(lines, line, length))
+			atomic_fetch_add_explicit(&dropped_lines, 1, memory_order_relaxed);
+		return;
+	}
 	/* A failed diagnostic write has nowhere better to go. */
 	ssize_t ignored = write(log_fd, line, length);
 	(void)ignored;
+}
+
+/* On the writer thread, once it has caught up after dropping lines. */
+static void on_dropped(void *arg, uint64_t dropped)
+{
+	(void)arg;
+	log_warn("error log: %llu line%s dropped: it was not written as fast as they came (a slow "
+		 "or hung disk, or stderr not read)",
+		 (unsigned long long)dropped, dropped == 1 ? "" : "s");
+}
+
+int log_start_writer(void)
+{
+	if (atomic_load(&writer) != NULL)
+		return 0;
+	struct log_writer *made = log_writer_new(log_fd, false, LOG_WRITER_BYTES, on_dropped, NULL);
+	if (made == NULL)
+		return -1;
+	atomic_store_explicit(&writer, made, memory_order_release);
+	return 0;
+}
+
+int log_flush(unsigned wait_ms)
+{
+	struct log_writer *lines = atomic_load_explicit(&writer, memory_order_acquire);
+	return lines != NULL ? log_writer_flush(lines, wait_ms) : 0;
+}
+
+uint64_t log_dropped_lines(void)
+{
+	return atomic_load_explicit(&dropped_lines, memory_order_relaxed);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)
@@ -169,6 +212,8 @@ void log_close(void)
 {
 	if (log_path == NULL)
 		return;
+	if (atomic_load(&writer) != NULL)
+		return; /* its thread may still write to the descriptor: left to the exit */
 	close(log_fd);
 	log_fd = STDERR_FILENO;
 	free(log_path);

@@ -1,7 +1,8 @@
 /*
  * log: leveled diagnostics on stderr or in an error log file (--error-log),
- * reopened in place on SIGUSR1; one write(2) per line so lines from
- * worker, lookup and libmongoc threads never interleave. Messages carry
+ * reopened in place on SIGUSR1; lines from worker, lookup and libmongoc
+ * threads never interleave, and once the writer thread runs
+ * (log_start_writer) none of them waits for the log to be written. Messages carry
  * values from requests and from the database (paths, ids, driver errors):
  * every message is escaped as a whole before it is written, so no value can
  * end a line early or forge another one.
@@ -11,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum log_level { LOG_LEVEL_DEBUG, LOG_LEVEL_INFO, LOG_LEVEL_WARN, LOG_LEVEL_ERROR };
 
@@ -51,8 +53,24 @@ int log_open(const char *target, char *error, size_t error_size);
 int log_reopen(char *error, size_t error_size);
 /* The error log's path, or NULL while it is stderr. */
 const char *log_file_path(void);
-/* Back to stderr, closing the file; for the end of main. */
+/* Back to stderr, closing the file; for the end of main (a no-op once the writer runs). */
 void log_close(void);
+
+/* The error log's buffer for its writer thread: lines beyond it are dropped (and counted). */
+#define LOG_WRITER_BYTES ((size_t)256 * 1024)
+
+/*
+ * From now on lines are handed to a writer thread of the log's own instead of
+ * written by the caller: 0, or -1 (out of memory or threads; lines are then
+ * written as before). Call once the log's target is set, before the threads
+ * that serve start.
+ */
+int log_start_writer(void);
+/* Waits up to wait_ms for the lines logged so far to be written: 0, or -1 (time ran out). */
+#define ABORT_LOG_WAIT_MS 1000 /* before abort(): the line that says why */
+int log_flush(unsigned wait_ms);
+/* Lines dropped, all along, because the writer had not caught up (a slow or hung log). */
+uint64_t log_dropped_lines(void);
 
 #define log_debug(...) log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_LEVEL_INFO, __VA_ARGS__)

@@ -357,6 +357,12 @@ size_t metrics_text_format(const struct metrics_snapshot *snapshot, char *out, s
 	      "1 after a successful database round trip, 0 after an unavailable one.",
 	      snapshot->database_up ? 1 : 0);
 	url_refusals(&text, snapshot);
+	static const char *const log_names[METRICS_LOG_COUNT] = {"access", "error"};
+	labelled_counter(&text, "musicd_log_lines_dropped_total",
+			 "Log lines dropped because the log's writer thread had not written the "
+			 "earlier ones yet (a slow or hung disk under the log, or a pipe not read), "
+			 "by log.",
+			 "log", log_names, snapshot->log_lines_dropped, METRICS_LOG_COUNT);
 	if (snapshot->disk.have)
 		disk(&text, &snapshot->disk);
 	limits(&text, &snapshot->limits);

@@ -119,6 +119,9 @@ struct metrics_disk_snapshot {
 	uint64_t read_ahead_bytes, evicted_sends, refused, read_errors;
 };
 
+/* The logs whose dropped lines a scrape counts (base/log_writer.h). */
+enum metrics_log { METRICS_LOG_ACCESS, METRICS_LOG_ERROR, METRICS_LOG_COUNT };
+
 /* Everything one scrape shows. */
 struct metrics_snapshot {
 	const char *version;
@@ -134,6 +137,7 @@ struct metrics_snapshot {
 	int database_up;
 	uint64_t url_refusals[METRICS_URL_REFUSAL_COUNT];
 	struct metrics_disk_snapshot disk;
+	uint64_t log_lines_dropped[METRICS_LOG_COUNT]; /* by metrics_log_names */
 	struct metrics_limits limits;
 	int have_process;
 	struct metrics_process process;

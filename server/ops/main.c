@@ -24,6 +24,7 @@
 
 #include "base/log.h"
 #include "base/log_file.h"
+#include "base/log_writer.h"
 #include "config/config.h"
 #include "config/config_sources.h"
 #include "config/settings.h"
@@ -50,6 +51,8 @@
 #ifndef MUSICD_CONFIG_FILE
 #error "MUSICD_CONFIG_FILE: the installed musicd.conf's path (the Makefile defines it)"
 #endif
+/* How long the end of main waits for each log's writer to write what it holds (a hung log). */
+#define EXIT_LOG_WAIT_MS 2000
 
 
 static void on_mongoc_log(mongoc_log_level_t level, const char *domain, const char *message,
@@ -306,6 +309,10 @@ int main(int argc, char **argv)
 		status = run_failed(error);
 		goto out;
 	}
+	/* From here on a thread that logs never waits for the log (-t writes its lines at once). */
+	if (action != CONFIG_ACTION_CHECK && log_start_writer() < 0)
+		log_warn("error log: no writer thread (out of memory or threads): lines are written "
+			 "by whoever logs");
 	/* The settings as given, before the worker count and connection cap are settled. */
 	if (reload_init(&reload, argc, argv, &config) < 0) {
 		status = run_failed("out of memory");
@@ -420,6 +427,9 @@ out_roots:
 	media_roots_free(&resources.media_roots);
 out:
 	reload_free(&reload);
+	/* The access logs let go above, then the error log: what they hold is written, if it can be. */
+	log_writer_wait_released(EXIT_LOG_WAIT_MS);
+	log_flush(EXIT_LOG_WAIT_MS);
 	log_close();
 	config_free(&config);
 	return status;

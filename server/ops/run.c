@@ -33,6 +33,7 @@
 /* How long a stop waits for disk work under way once the workers are gone. */
 #define DISK_QUIESCE_MS 1000
 #define WORKER_START_TIMEOUT_MS 10000 /* each loop answers its first heartbeat within it */
+#define START_LOG_WAIT_MS 1000 /* for start-up's log lines to be written, before serving */
 
 /* What run_serving holds while it runs: each field is set by one step and undone by its rung. */
 struct serving {
@@ -48,6 +49,8 @@ struct serving {
 
 int run_failed(const char *message)
 {
+	/* After what the log holds: on stderr the reason is the last line, as it comes last. */
+	log_flush(START_LOG_WAIT_MS);
 	fprintf(stderr, "musicd: %s\n", message);
 	if (log_file_path() != NULL)
 		log_error("%s", message);
@@ -352,6 +355,8 @@ int run_serving(const struct config *config, struct resources *resources, const 
 		}
 		serving.pid_file_written = true;
 	}
+	/* What start-up said is written before anything is served (bounded: a hung log). */
+	log_flush(START_LOG_WAIT_MS);
 	for (unsigned i = 0; i < config->workers; i++) {
 		struct worker_role role = track_role(resources, &serving, i);
 		if (start_worker(&serving, &role, &serving.listen_fds[i], error, sizeof(error)) < 0) {
@@ -373,6 +378,7 @@ int run_serving(const struct config *config, struct resources *resources, const 
 		goto out_workers;
 	}
 	log_started(config, resources, descriptor_limit);
+	log_flush(START_LOG_WAIT_MS); /* the supervisor hears "started" after the log says so */
 	notify_started(config);
 	/* Says whether the database answers, once a pool thread knows; nothing waits for it. */
 	if (db_reach_at_start(resources->db) < 0)

@@ -60,6 +60,7 @@ static void fill_text(struct exchange_body *output, const void *context)
 	const struct text_body *body = context;
 	if (exchange_body_add(output, body->text, body->length) < 0) {
 		log_error("cannot queue a response body: aborting");
+		log_flush(ABORT_LOG_WAIT_MS);
 		abort();
 	}
 }

@@ -44,6 +44,7 @@ static void add_part(struct exchange_body *output, const struct file_body *body,
 	if (exchange_body_add_segment(output, body->segment, body->fd, part->first,
 				      part->last - part->first + 1) < 0) {
 		log_error("cannot queue a file segment: aborting");
+		log_flush(ABORT_LOG_WAIT_MS);
 		abort();
 	}
 }
@@ -52,6 +53,7 @@ static void add_text(struct exchange_body *output, const char *text, size_t leng
 {
 	if (length == 0 || exchange_body_add(output, text, length) < 0) {
 		log_error("cannot queue a multipart text: aborting");
+		log_flush(ABORT_LOG_WAIT_MS);
 		abort();
 	}
 }

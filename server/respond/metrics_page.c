@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include "base/access_log.h"
 #include "base/log.h"
 #include "base/metrics_process.h"
 #include "base/metrics_text.h"
@@ -73,6 +74,8 @@ static size_t format_snapshot(struct metrics_page *page, const struct config *co
 	snapshot->client_streams = address_counts_total(sources->client_places);
 	if (sources->disk != NULL)
 		disk_io_collect(sources->disk, &snapshot->disk);
+	snapshot->log_lines_dropped[METRICS_LOG_ACCESS] = access_log_dropped_lines();
+	snapshot->log_lines_dropped[METRICS_LOG_ERROR] = log_dropped_lines();
 	snapshot->version = sources->version;
 	snapshot->limits = limits_of(config);
 	snapshot->have_process = metrics_process_read(&snapshot->process) == 0;

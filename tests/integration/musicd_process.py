@@ -59,7 +59,8 @@ def require_binary():
 class Musicd:
     """One musicd process."""
 
-    def __init__(self, args, workdir, port, env=None, access_log=None, descriptor_limit=None):
+    def __init__(self, args, workdir, port, env=None, access_log=None, descriptor_limit=None,
+                 stdout=None):
         self.args = [str(require_binary())] + without_installed_config([str(a) for a in args])
         extra = own_metrics_listener(self.args)
         self.metrics_port = int(extra[1].rpartition(":")[2]) if extra else None
@@ -73,13 +74,15 @@ class Musicd:
         n = len(list(self.workdir.glob("musicd-*.stderr")))
         self.stdout_path = self.workdir / f"musicd-{n}.stdout"
         self.stderr_path = self.workdir / f"musicd-{n}.stderr"
+        self.stdout = stdout  # a descriptor for stdout instead of the file (a pipe a test holds)
         self.returncode = None
         self.expect_status = 0  # the exit status teardown requires (tests of failures change it)
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, wait=True, timeout=START_TIMEOUT):
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=out,
+            self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
+                                         stdout=out if self.stdout is None else self.stdout,
                                          stderr=err, env=self.env, cwd=self.workdir,
                                          preexec_fn=descriptor_limit_setter(self.descriptor_limit))
         if wait:
@@ -169,12 +172,27 @@ class Musicd:
         return read_text(self.access_log) if self.access_log else ""
 
     def access_log_lines(self):
+        """The access log's lines once no more is coming: musicd's log writer thread writes a
+        line a moment after its answer went out, so the log is read until two reads 50 ms
+        apart agree (for at most 2 s). A test that knows how many lines to expect waits for
+        them instead (wait_for_access_log)."""
+        lines = self.access_log_lines_now()
+        deadline = time.monotonic() + scaled(2)
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            again = self.access_log_lines_now()
+            if again == lines:
+                break
+            lines = again
+        return lines
+
+    def access_log_lines_now(self):
         return [line for line in self.access_log_text().splitlines() if line.strip()]
 
     def wait_for_access_log(self, count, timeout=5.0):
         """Wait until the access log holds at least count lines; return them."""
-        return wait_until(lambda: len(self.access_log_lines()) >= count and
-                          self.access_log_lines(), scaled(timeout),
+        return wait_until(lambda: len(self.access_log_lines_now()) >= count and
+                          self.access_log_lines_now(), scaled(timeout),
                           message=f"{count} access log lines")
 
     def wait_for_stderr(self, text, timeout=5.0):
@@ -356,14 +374,15 @@ class MusicdFactory:
 
     def start(self, media_roots=None, database=None, mongodb_uri=None, extra_args=(),
               env=None, port=None, base_args=True, access_log=None, wait=True, caches=True,
-              descriptor_limit=None):
+              descriptor_limit=None, stdout=None):
         """Start musicd on a free port. With base_args (the default), pass --listen,
         --mongodb-uri, --database, --media-root (each of media_roots, default the test's
         library root) and --access-log (a file in the test dir, unless access_log is given,
         e.g. "off" or "-"); then extra_args. Without base_args only extra_args are passed
         (give port= to say where it will listen). caches=False turns off the lookup and
         open-file caches if this build has them. descriptor_limit sets RLIMIT_NOFILE (soft and
-        hard) in the child, so a test does not depend on the limits of the machine it runs on."""
+        hard) in the child, so a test does not depend on the limits of the machine it runs on.
+        stdout: a descriptor for its stdout (else a file in the test dir)."""
         port = port or free_port()
         args = []
         log_path = None
@@ -382,7 +401,7 @@ class MusicdFactory:
             args += cache_off_args()
         args += list(extra_args)
         m = Musicd(args, self.workdir, port, env=env, access_log=log_path,
-                   descriptor_limit=descriptor_limit)
+                   descriptor_limit=descriptor_limit, stdout=stdout)
         self.started.append(m)
         return m.start(wait=wait)
 

@@ -202,11 +202,16 @@ def test_rotating_under_load_loses_doubles_and_splits_no_line(musicd, library, t
     assert sum(1 for path in access_files if lines_of(path)) >= 3, \
         [len(lines_of(path)) for path in access_files]
 
+    def gone_lines():
+        return [m.group(1) for path in error_files for line in lines_of(path)
+                for m in [re.search(r"(/\S*/gone-\d+\.mp3): ", line)] if m]
+    # The error log's writer thread may be a moment behind the access log's.
+    wait_until(lambda: len(gone_lines()) >= len(gone), scaled(10),
+               message=f"{len(gone)} error-log lines")
     error_lines = [line for path in error_files for line in lines_of(path)]
     for line in error_lines:
         assert ERROR_LINE.match(line), f"not a whole error-log line: {line!r}"
-    logged_gone = sorted(m.group(1) for line in error_lines
-                         for m in [re.search(r"(/\S*/gone-\d+\.mp3): ", line)] if m)
+    logged_gone = sorted(gone_lines())
     assert logged_gone == sorted(gone)
     assert sum(1 for path in error_files
                if any("gone-" in line for line in lines_of(path))) >= 3
@@ -321,3 +326,69 @@ def test_a_408_logs_the_request_line_it_had_and_dash_for_none(musicd, tmp_path):
     lines = logged_408s()
     assert [(f["request"], f["status"]) for f in lines] == [
         ("-", "408"), ("GET /musicdb/partial", "408")], lines
+
+
+# -- a log nobody reads -------------------------------------------------------------------------
+UNREAD_REQUESTS = 1200           # each line ~3 KiB: more than the writer's two 1 MiB buffers hold
+LONG_AGENT = "agent-" + "x" * 3000
+
+
+def test_an_access_log_nobody_reads_holds_no_request(musicd, tmp_path):
+    """--access-log - with stdout a pipe nobody reads (a supervisor that stopped reading; a log on
+    a hung disk is the same to musicd): every request is answered, the lines that do not fit the
+    writer's buffer are dropped and counted, none split; once the pipe is read again every kept
+    line comes out whole, the error log says how many were dropped, and lines flow again.
+    (Before the writer thread the worker waited in write(2) once the pipe was full: the third
+    request or so was never answered.)"""
+    from test_metrics import scrape
+    read_end, write_end = os.pipe()
+    try:
+        import fcntl
+        fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: full after a page
+        server = musicd.start(access_log="-", stdout=write_end,
+                              extra_args=["--workers", "1"])
+    finally:
+        os.close(write_end)
+    os.set_blocking(read_end, False)
+    try:
+        with requests.Session() as session:
+            for i in range(UNREAD_REQUESTS):
+                r = session.get(f"{server.url}/unread-{i}", headers={"User-Agent": LONG_AGENT},
+                                timeout=TIMEOUT)
+                assert r.status_code == 404, (i, r.status_code)
+            # the server, not the request path, waits: /healthz answers too
+            assert session.get(server.url + "/healthz", timeout=TIMEOUT).ok
+        dropped = wait_until(
+            lambda: scrape(server).value("musicd_log_lines_dropped_total", log="access") or None,
+            TIMEOUT, message="access log lines counted as dropped")
+        assert 0 < dropped < UNREAD_REQUESTS
+        assert "lines dropped" not in server.stderr_text()  # said once the log has caught up
+
+        # Read the pipe: the kept lines come out whole and in order, then the report.
+        received = bytearray()
+
+        def drained():
+            try:
+                while chunk := os.read(read_end, 1 << 16):
+                    received.extend(chunk)
+            except BlockingIOError:
+                pass
+            lines = bytes(received).split(b"\n")
+            total = scrape(server).value("musicd_log_lines_dropped_total", log="access")
+            return len(lines) - 1 + total >= UNREAD_REQUESTS + 1 and total
+        dropped = wait_until(drained, TIMEOUT, message="every kept line read from the pipe")
+        lines = bytes(received).decode().splitlines()
+        assert len(lines) + dropped == UNREAD_REQUESTS + 1  # the requests and the /healthz
+        paths = [parse_access_line(line)["request"].split()[1] for line in lines]
+        numbers = [int(p.split("-")[1]) for p in paths if p.startswith("/unread-")]
+        assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+        assert all(f'"{LONG_AGENT}"' in line for line in lines if "/unread-" in line)
+        report = server.wait_for_stderr("lines dropped")
+        assert f"access log: {int(dropped)} lines dropped" in server.stderr_text(), report
+
+        # And the log flows again.
+        assert requests.get(server.url + "/after-the-drop", timeout=TIMEOUT).status_code == 404
+        wait_until(lambda: drained() is not None and b"/after-the-drop" in received, TIMEOUT,
+                   message="a new line on the pipe")
+    finally:
+        os.close(read_end)

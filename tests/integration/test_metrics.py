@@ -46,6 +46,7 @@ FAMILIES = {
     "musicd_connections_refused": "counter",
     "musicd_database_up": "gauge",
     "musicd_url_signing_refusals": "counter",
+    "musicd_log_lines_dropped": "counter",
     "musicd_connections_limit": "gauge",
     "musicd_lookup_threads": "gauge",
     "musicd_lookups_in_flight_limit": "gauge",

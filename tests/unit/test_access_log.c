@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "base/access_log.h"
+#include "base/log_writer.h"
 
 /* RFC 9110's example instant: Sun, 06 Nov 1994 08:49:37 GMT. */
 #define EXAMPLE_TIME 784111777
@@ -290,7 +291,9 @@ static void test_write_appends_one_line_per_entry(void **state)
 	access_log_write(log, &entry);
 	entry.status = 404;
 	access_log_write(log, &entry);
+	assert_int_equal(access_log_flush(log, 5000), 0);
 	access_log_close(log);
+	assert_int_equal(log_writer_wait_released(5000), 0); /* closed the file */
 
 	char expected[3 * ACCESS_LOG_LINE_MAX];
 	snprintf(expected, sizeof(expected),

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "base/log_writer.h"
 #include "config/settings.h"
 
 #define READERS 3
@@ -114,6 +115,7 @@ static void test_the_same_access_log_target_is_shared_a_new_one_opened(void **st
 	settings_unref(same);
 	settings_unref(off);
 	settings_unref(again);
+	assert_int_equal(log_writer_wait_released(5000), 0); /* every log let go wrote and closed */
 	unlink(path);
 }
 
