@@ -121,7 +121,7 @@ static const struct option_spec options[] = {
 	{"disk-window", "BYTES", BYTES_FROM(disk_window, 65536, 64 * 1024 * 1024),
 	 .help = "bytes of a track read ahead per stream, and the most sent from the page cache "
 		 "at once: one window is sent while the next is read",
-	 .default_value = "1048576", LIVE},
+	 .default_value = "524288", LIVE},
 	{"cache-control", "VALUE|off", STRING_OR_OFF(cache_control),
 	 .help = "Cache-Control of 200, 206 and 304 answers",
 	 .default_value = "public, max-age=86400", LIVE},

@@ -1518,7 +1518,7 @@ static void test_the_windows_take_a_size_with_a_suffix(void **state)
 		{"gridfs-window", "1K", 1024, &f->config.gridfs_window},
 		{"gridfs-window", "1G", (uint64_t)1 << 30, &f->config.gridfs_window},
 	};
-	assert_true(f->config.disk_window == 1048576 && f->config.gridfs_window == 1048576);
+	assert_true(f->config.disk_window == 524288 && f->config.gridfs_window == 1048576);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		if (set(f, sizes[i].name, sizes[i].text) != 0)
 			fail_msg("%s = %s: %s", sizes[i].name, sizes[i].text, f->error);
