@@ -60,7 +60,7 @@ class Musicd:
     """One musicd process."""
 
     def __init__(self, args, workdir, port, env=None, access_log=None, descriptor_limit=None,
-                 stdout=None):
+                 stdout=None, stderr=None):
         self.args = [str(require_binary())] + without_installed_config([str(a) for a in args])
         extra = own_metrics_listener(self.args)
         self.metrics_port = int(extra[1].rpartition(":")[2]) if extra else None
@@ -75,6 +75,7 @@ class Musicd:
         self.stdout_path = self.workdir / f"musicd-{n}.stdout"
         self.stderr_path = self.workdir / f"musicd-{n}.stderr"
         self.stdout = stdout  # a descriptor for stdout instead of the file (a pipe a test holds)
+        self.stderr = stderr  # the same for stderr (the test copies what it reads to the file)
         self.returncode = None
         self.expect_status = 0  # the exit status teardown requires (tests of failures change it)
 
@@ -83,7 +84,8 @@ class Musicd:
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
                                          stdout=out if self.stdout is None else self.stdout,
-                                         stderr=err, env=self.env, cwd=self.workdir,
+                                         stderr=err if self.stderr is None else self.stderr,
+                                         env=self.env, cwd=self.workdir,
                                          preexec_fn=descriptor_limit_setter(self.descriptor_limit))
         if wait:
             self.wait_ready(timeout)
@@ -374,7 +376,7 @@ class MusicdFactory:
 
     def start(self, media_roots=None, database=None, mongodb_uri=None, extra_args=(),
               env=None, port=None, base_args=True, access_log=None, wait=True, caches=True,
-              descriptor_limit=None, stdout=None):
+              descriptor_limit=None, stdout=None, stderr=None):
         """Start musicd on a free port. With base_args (the default), pass --listen,
         --mongodb-uri, --database, --media-root (each of media_roots, default the test's
         library root) and --access-log (a file in the test dir, unless access_log is given,
@@ -382,7 +384,7 @@ class MusicdFactory:
         (give port= to say where it will listen). caches=False turns off the lookup and
         open-file caches if this build has them. descriptor_limit sets RLIMIT_NOFILE (soft and
         hard) in the child, so a test does not depend on the limits of the machine it runs on.
-        stdout: a descriptor for its stdout (else a file in the test dir)."""
+        stdout, stderr: a descriptor for its stdout, its stderr (else a file in the test dir)."""
         port = port or free_port()
         args = []
         log_path = None
@@ -401,7 +403,7 @@ class MusicdFactory:
             args += cache_off_args()
         args += list(extra_args)
         m = Musicd(args, self.workdir, port, env=env, access_log=log_path,
-                   descriptor_limit=descriptor_limit, stdout=stdout)
+                   descriptor_limit=descriptor_limit, stdout=stdout, stderr=stderr)
         self.started.append(m)
         return m.start(wait=wait)
 

@@ -392,3 +392,67 @@ def test_an_access_log_nobody_reads_holds_no_request(musicd, tmp_path):
                    message="a new line on the pipe")
     finally:
         os.close(read_end)
+
+
+UNREAD_LOOKUPS = 2200            # two debug lines each (the find, its answer): over 512 KiB
+
+
+def test_an_error_log_nobody_reads_holds_no_request(musicd, tmp_path):
+    """stderr (the error log) a pipe nobody reads, at debug level, where each lookup logs two
+    lines from a database thread: every request is answered; the lines that do not fit the
+    writer's buffer are dropped and counted, and once stderr is read again every kept line comes
+    out whole, with the count of those dropped. (Before the writer thread the database threads
+    waited in write(2) once the pipe was full, and so did every lookup.)"""
+    import fcntl
+    from bson import ObjectId
+    from test_metrics import scrape
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: full after a page
+        server = musicd.start(stderr=write_end, access_log="off",
+                              extra_args=["--workers", "1", "--log-level", "debug"])
+    finally:
+        os.close(write_end)
+    received = bytearray()
+    try:
+        with requests.Session() as session:
+            for i in range(UNREAD_LOOKUPS):
+                r = session.get(f"{server.url}/musicdb/{ObjectId()}/x.mp3", timeout=TIMEOUT)
+                assert r.status_code == 404, (i, r.status_code)
+            assert session.get(server.url + "/healthz", timeout=TIMEOUT).ok
+        dropped = wait_until(
+            lambda: scrape(server).value("musicd_log_lines_dropped_total", log="error") or None,
+            TIMEOUT, message="error log lines counted as dropped")
+        assert 0 < dropped < 2 * UNREAD_LOOKUPS
+
+        os.set_blocking(read_end, False)
+
+        def reported():
+            try:
+                while chunk := os.read(read_end, 1 << 16):
+                    received.extend(chunk)
+            except BlockingIOError:
+                pass
+            return [line for line in bytes(received).decode(errors="replace").splitlines()
+                    if "error log: " in line and " dropped: " in line]
+        report = wait_until(reported, TIMEOUT, message="the error log's report of its drops")
+        assert f"error log: {int(dropped)} lines dropped" in report[0], report
+        lines = bytes(received).decode(errors="replace").splitlines()
+        assert all(ERROR_LINE.match(line) for line in lines), \
+            [line for line in lines if not ERROR_LINE.match(line)][:3]
+        finds = [line for line in lines if "mongodb: find started: _id " in line]
+        assert 0 < len(finds) < UNREAD_LOOKUPS
+    finally:
+        # Stopped while stderr is read, so that nothing at the exit waits; what came is kept in
+        # the stderr file, where the harness looks for a sanitizer's report.
+        os.set_blocking(read_end, True)
+
+        def drain():
+            while chunk := os.read(read_end, 1 << 16):
+                received.extend(chunk)
+        drainer = threading.Thread(target=drain)
+        drainer.start()
+        server.stop()
+        drainer.join(TIMEOUT)
+        server.stderr_path.write_bytes(bytes(received))
+        os.close(read_end)
