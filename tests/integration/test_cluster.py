@@ -92,15 +92,17 @@ def kill(origin):
     origin.proc.wait(scaled(10))
 
 
-def served_urls(origin):
-    """The /musicdb/ URLs in origin's access log, in order (health probes left out)."""
-    return [m[1] for m in map(TRACK_LINE.search, origin.access_log_lines()) if m]
+def served_urls(origin, settled=True):
+    """The /musicdb/ URLs in origin's access log, in order (health probes left out); settled:
+    once no more is coming (else as the log is now, for a wait that knows its count)."""
+    lines = origin.access_log_lines() if settled else origin.access_log_lines_now()
+    return [m[1] for m in map(TRACK_LINE.search, lines) if m]
 
 
 def wait_served(origins, count):
     """Wait until the origins' access logs hold count /musicdb/ lines in all; return them."""
-    return wait_until(lambda: (sum(len(served_urls(o)) for o in origins) >= count and
-                               [served_urls(o) for o in origins]),
+    return wait_until(lambda: (sum(len(served_urls(o, False)) for o in origins) >= count and
+                               [served_urls(o, False) for o in origins]),
                       WAIT, message=f"{count} track lines in the origins' access logs")
 
 
@@ -366,7 +368,7 @@ class Failover:
 
 
 def wait_sent_requests(origin):
-    wait_until(lambda: served_urls(origin), WAIT, message="the restarted origin to be sent "
+    wait_until(lambda: served_urls(origin, False), WAIT, message="the restarted origin to be sent "
                "requests again")
 
 
