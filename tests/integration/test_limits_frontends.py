@@ -127,15 +127,19 @@ def wait_ended(nginx, count):
                message=f"nginx to log {count} requests")
 
 
-def assert_the_cap_holds_and_comes_back(nginx, track, source_ip):
+def assert_the_cap_holds_and_comes_back(nginx, origin, track, source_ip):
     """The cap through nginx, its places back once the downloads complete, and once the client
-    goes (a reset); another client has places of its own."""
+    goes (a reset); another client has places of its own. Each round starts once nginx and the
+    origin both gave the places back: the origin sees nginx's upstream connection close a moment
+    after nginx logs the request, and would answer 429 meanwhile."""
     read_and_close(assert_two_streams_then_429s(nginx, track, source_ip), track)
     wait_ended(nginx, 5)
+    wait_streams(origin, 0)
     streams = assert_two_streams_then_429s(nginx, track, source_ip)
     for d in streams:
         d.reset()
     wait_ended(nginx, 10)
+    wait_streams(origin, 0)
     read_and_close(assert_two_streams_then_429s(nginx, track, source_ip), track)
     status, _, body = get_from("127.0.0.25", nginx, track.url_path)
     assert status == 200 and body == track.data
@@ -145,7 +149,7 @@ def test_the_proxy_site_keeps_the_cap_for_2_mib_tracks(musicd, library, frontend
     track = two_mib_track(library, tmp_path)
     server = musicd.start(extra_args=TRUST_LOCAL + CAP_2)
     nginx = frontends.nginx(server.port, adapt=limit_conn_on(2))
-    assert_the_cap_holds_and_comes_back(nginx, track, "127.0.0.20")
+    assert_the_cap_holds_and_comes_back(nginx, server, track, "127.0.0.20")
     # nginx refused before it asked musicd.
     assert metric(server, "musicd_client_streams_refused_total") == 0
     wait_streams(server, 0)
@@ -156,7 +160,7 @@ def test_the_cluster_site_keeps_the_cap_for_2_mib_tracks(musicd, library, fronte
     server = musicd.start(extra_args=TRUST_LOCAL + CAP_2)
     nginx = frontends.nginx_cluster([server.port] * 3,   # one origin, named three times
                                     adapt=limit_conn_on(2))
-    assert_the_cap_holds_and_comes_back(nginx, track, "127.0.0.21")
+    assert_the_cap_holds_and_comes_back(nginx, server, track, "127.0.0.21")
     wait_streams(server, 0)
 
 
@@ -166,7 +170,7 @@ def test_the_offload_site_keeps_the_cap_for_2_mib_tracks(musicd, library, fronte
     server = musicd.start(extra_args=["--x-accel-redirect", SHIPPED_ACCEL_PREFIX] + CAP_2)
     nginx = frontends.nginx(server.port, offload=True, media_root=library.root,
                             adapt=limit_conn_on(2))
-    assert_the_cap_holds_and_comes_back(nginx, track, "127.0.0.22")
+    assert_the_cap_holds_and_comes_back(nginx, server, track, "127.0.0.22")
 
 
 @pytest.mark.no_c_binary
