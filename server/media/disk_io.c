@@ -53,11 +53,12 @@ struct cachestat_counts {
 /* The most bytes one sendfile to /dev/null is asked for (the kernel's own cap is ~2 GiB). */
 #define READ_STEP ((size_t)1 << 30)
 /*
- * POSIX_FADV_WILLNEED is given a window in steps of this: on FUSE one call
- * asks for at most 128 KiB, so a window asked for in steps is read by as many
+ * POSIX_FADV_WILLNEED is given a window in steps of this: one call asks for at
+ * most the file's read-ahead (on FUSE 128 KiB, twice that once the file is
+ * POSIX_FADV_SEQUENTIAL), so a window asked for in steps is read by as many
  * requests in flight at once, not one after another.
  */
-#define WILLNEED_STEP ((uint64_t)128 * 1024)
+#define WILLNEED_STEP ((uint64_t)256 * 1024)
 /* Pages mincore is asked about at once (its answer is a byte each, on the stack). */
 #define MINCORE_BATCH 512
 
@@ -358,7 +359,8 @@ void disk_read_run(struct disk_work *work)
 	/* Read in order from start to end: the kernel reads further ahead for such files. Given
 	 * here, where the reading is, and not at the open: a file whose bytes are all cached is
 	 * never read, and its open on the loop costs a syscall less. */
-	posix_fadvise(read->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (read->first)
+		posix_fadvise(read->fd, 0, 0, POSIX_FADV_SEQUENTIAL); /* the file's, for every stream */
 	for (uint64_t step = 0; step < read->length; step += WILLNEED_STEP) {
 		uint64_t length = read->length - step < WILLNEED_STEP ? read->length - step : WILLNEED_STEP;
 		posix_fadvise(read->fd, (off_t)(read->offset + step), (off_t)length,

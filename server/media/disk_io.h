@@ -147,6 +147,7 @@ struct disk_read {
 	struct disk_work work; /* first */
 	int fd;
 	uint64_t offset, length;
+	bool first;	  /* a stream's first read: the file is told it will be read in order */
 	uint64_t read;	  /* out: bytes brought in */
 	int error_number; /* out: 0, or why the read failed */
 };

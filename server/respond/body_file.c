@@ -235,6 +235,7 @@ static void read_first(struct exchange *exchange, const struct request *request,
 		.fd = body->fd,
 		.offset = first->first,
 		.length = first->last - first->first + 1,
+		.first = true,
 	};
 	start->read.work.delivery = exchange_wait(exchange, config->disk_queue_timeout_ms,
 						  on_first_window, on_queue_deadline, start);

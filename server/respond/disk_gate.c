@@ -41,6 +41,7 @@ struct disk_gate {
 	uint8_t refs;		    /* the feed's, and the read's in flight */
 	bool feeding;		    /* the feed still holds the gate */
 	bool reading;		    /* a read is in flight: read.offset, read.length */
+	bool hinted;		    /* a read told the file it is read in order */
 };
 
 static void gate_unref(struct disk_gate *gate)
@@ -91,7 +92,8 @@ static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t
 	if (delivery == NULL)
 		return false;
 	*gate->read = (struct disk_read){.work.delivery = delivery, .fd = fd, .offset = offset,
-					 .length = length};
+					 .length = length, .first = !gate->hinted};
+	gate->hinted = true;
 	if (disk_io_submit(gate->io, &gate->read->work, disk_read_run, gate->lane, TASK_CONTINUE) <
 	    0) {
 		exchange_wait_cancel(gate->exchange);
