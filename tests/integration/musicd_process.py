@@ -165,6 +165,21 @@ class Musicd:
         return f"http://127.0.0.1:{self.port}"
 
     def stderr_text(self):
+        """stderr once no more is coming: musicd's error log writer thread writes a line a
+        moment after the thread that logged it went on, so it is read until two reads 50 ms
+        apart agree (for at most 2 s; at once when musicd has exited). A wait for a line reads
+        it as it is (stderr_text_now)."""
+        text = self.stderr_text_now()
+        deadline = time.monotonic() + scaled(2)
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+            again = self.stderr_text_now()
+            if again == text:
+                break
+            text = again
+        return text
+
+    def stderr_text_now(self):
         return read_text(self.stderr_path)
 
     def stdout_text(self):
@@ -200,7 +215,7 @@ class Musicd:
     def wait_for_stderr(self, text, timeout=5.0):
         """Wait until stderr contains text; return the matching lines."""
         def found():
-            lines = [line for line in self.stderr_text().splitlines() if text in line]
+            lines = [line for line in self.stderr_text_now().splitlines() if text in line]
             return lines
         try:
             return wait_until(found, scaled(timeout), message=f"{text!r} in musicd's stderr")
