@@ -41,7 +41,6 @@ struct disk_gate {
 	uint8_t refs;		    /* the feed's, and the read's in flight */
 	bool feeding;		    /* the feed still holds the gate */
 	bool reading;		    /* a read is in flight: read.offset, read.length */
-	bool hinted;		    /* a read told the file it is read in order */
 };
 
 static void gate_unref(struct disk_gate *gate)
@@ -86,14 +85,14 @@ static void on_read_done(struct exchange *exchange, void *arg)
 static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t length)
 {
 	/* Most streams never need one: every window of a cached track is in memory. */
-	if (gate->read == NULL && (gate->read = malloc(sizeof(*gate->read))) == NULL)
+	bool first = gate->read == NULL; /* the stream's first read tells the file it is read in order */
+	if (first && (gate->read = malloc(sizeof(*gate->read))) == NULL)
 		return false;
 	struct event *delivery = exchange_wait(gate->exchange, 0, on_read_done, NULL, gate);
 	if (delivery == NULL)
 		return false;
 	*gate->read = (struct disk_read){.work.delivery = delivery, .fd = fd, .offset = offset,
-					 .length = length, .first = !gate->hinted};
-	gate->hinted = true;
+					 .length = length, .first = first};
 	if (disk_io_submit(gate->io, &gate->read->work, disk_read_run, gate->lane, TASK_CONTINUE) <
 	    0) {
 		exchange_wait_cancel(gate->exchange);

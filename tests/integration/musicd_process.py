@@ -169,15 +169,20 @@ class Musicd:
         moment after the thread that logged it went on, so it is read until two reads 50 ms
         apart agree (for at most 2 s; at once when musicd has exited). A wait for a line reads
         it as it is (stderr_text_now)."""
-        text = self.stderr_text_now()
+        return self.settled(self.stderr_text_now)
+
+    def settled(self, read):
+        """read() once two calls 50 ms apart agree (2 s at most): a log musicd's writer threads
+        are still writing is read again; once musicd has exited, nothing more is coming."""
+        value = read()
         deadline = time.monotonic() + scaled(2)
         while self.running and time.monotonic() < deadline:
             time.sleep(0.05)
-            again = self.stderr_text_now()
-            if again == text:
+            again = read()
+            if again == value:
                 break
-            text = again
-        return text
+            value = again
+        return value
 
     def stderr_text_now(self):
         return read_text(self.stderr_path)
@@ -193,15 +198,7 @@ class Musicd:
         line a moment after its answer went out, so the log is read until two reads 50 ms
         apart agree (for at most 2 s). A test that knows how many lines to expect waits for
         them instead (wait_for_access_log)."""
-        lines = self.access_log_lines_now()
-        deadline = time.monotonic() + scaled(2)
-        while time.monotonic() < deadline:
-            time.sleep(0.05)
-            again = self.access_log_lines_now()
-            if again == lines:
-                break
-            lines = again
-        return lines
+        return self.settled(self.access_log_lines_now)
 
     def access_log_lines_now(self):
         return [line for line in self.access_log_text().splitlines() if line.strip()]

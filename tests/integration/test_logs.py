@@ -329,6 +329,15 @@ def test_a_408_logs_the_request_line_it_had_and_dash_for_none(musicd, tmp_path):
 
 
 # -- a log nobody reads -------------------------------------------------------------------------
+def read_waiting(fd, into):
+    """Appends to into what the pipe fd (non-blocking) holds now."""
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            into.extend(chunk)
+    except BlockingIOError:
+        pass
+
+
 UNREAD_REQUESTS = 1200           # each line ~3 KiB: more than the writer's two 1 MiB buffers hold
 LONG_AGENT = "agent-" + "x" * 3000
 
@@ -368,11 +377,7 @@ def test_an_access_log_nobody_reads_holds_no_request(musicd, tmp_path):
         received = bytearray()
 
         def drained():
-            try:
-                while chunk := os.read(read_end, 1 << 16):
-                    received.extend(chunk)
-            except BlockingIOError:
-                pass
+            read_waiting(read_end, received)
             lines = bytes(received).split(b"\n")
             total = scrape(server).value("musicd_log_lines_dropped_total", log="access")
             return len(lines) - 1 + total >= UNREAD_REQUESTS + 1 and total
@@ -428,11 +433,7 @@ def test_an_error_log_nobody_reads_holds_no_request(musicd, tmp_path):
         os.set_blocking(read_end, False)
 
         def reported():
-            try:
-                while chunk := os.read(read_end, 1 << 16):
-                    received.extend(chunk)
-            except BlockingIOError:
-                pass
+            read_waiting(read_end, received)
             return [line for line in bytes(received).decode(errors="replace").splitlines()
                     if "error log: " in line and " dropped: " in line]
         report = wait_until(reported, TIMEOUT, message="the error log's report of its drops")
