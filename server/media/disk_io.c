@@ -17,9 +17,12 @@
  *
  * Read-ahead: POSIX_FADV_WILLNEED first, which has the kernel ask for the
  * whole window at once (on FUSE, as many read requests in flight as the
- * mount allows) instead of one readahead step after another, then sendfile to
- * /dev/null, which waits until every page is in the page cache without
- * copying a byte to user space.
+ * mount allows) instead of one readahead step after another, then a one-byte
+ * sendfile to /dev/null of the window's last page, which waits for it without
+ * copying a byte to user space, and the residency check: the pages asked for
+ * before it are mostly in by then. Only a window not whole then (or a file
+ * the check cannot see into) is walked page by page by sendfile to /dev/null,
+ * which waits until every page is in.
  */
 #include "media/disk_io.h"
 
@@ -348,6 +351,26 @@ void disk_check_run(struct disk_work *work)
 	check->path_ok = check->path != NULL && stat(check->path, &check->path_info) == 0;
 }
 
+/*
+ * Waits for the window's last page, the one asked for last, then looks at the
+ * whole window without waiting: true when every page of it came in. One page
+ * walked instead of every one, and the others are touched once, by their
+ * send, as nginx's one sendfile touches them: a page touched twice goes to
+ * the kernel's active list, and tracks streamed once would then push the hot
+ * ones out of memory.
+ */
+static bool came_in_whole(struct disk_io *io, const struct disk_read *read)
+{
+	if (read->file == NULL || read->length == 0)
+		return false;
+	off_t last = (off_t)(read->offset + read->length - 1);
+	ssize_t moved;
+	do
+		moved = sendfile(io->null_fd, read->fd, &last, 1);
+	while (moved < 0 && errno == EINTR);
+	return moved == 1 && disk_residency(read->file, read->offset, read->length) == DISK_CACHED;
+}
+
 void disk_read_run(struct disk_work *work)
 {
 	struct disk_read *read = (struct disk_read *)work;
@@ -365,6 +388,10 @@ void disk_read_run(struct disk_work *work)
 		uint64_t length = read->length - step < WILLNEED_STEP ? read->length - step : WILLNEED_STEP;
 		posix_fadvise(read->fd, (off_t)(read->offset + step), (off_t)length,
 			      POSIX_FADV_WILLNEED);
+	}
+	if (came_in_whole(io, read)) {
+		read->read = read->length;
+		left = 0;
 	}
 	while (left > 0) {
 		ssize_t moved = sendfile(io->null_fd, read->fd, &position,

@@ -146,6 +146,7 @@ void disk_check_run(struct disk_work *work);
 struct disk_read {
 	struct disk_work work; /* first */
 	int fd;
+	struct disk_file *file; /* fd's: which pages are in; NULL: each page is waited for in turn */
 	uint64_t offset, length;
 	bool first;	  /* a stream's first read: the file is told it will be read in order */
 	uint64_t read;	  /* out: bytes brought in */

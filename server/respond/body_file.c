@@ -233,6 +233,7 @@ static void read_first(struct exchange *exchange, const struct request *request,
 	const struct config *config = request->config;
 	start->read = (struct disk_read){
 		.fd = body->fd,
+		.file = body->disk,
 		.offset = first->first,
 		.length = first->last - first->first + 1,
 		.first = true,

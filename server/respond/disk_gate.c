@@ -91,8 +91,8 @@ static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t
 	struct event *delivery = exchange_wait(gate->exchange, 0, on_read_done, NULL, gate);
 	if (delivery == NULL)
 		return false;
-	*gate->read = (struct disk_read){.work.delivery = delivery, .fd = fd, .offset = offset,
-					 .length = length, .first = first};
+	*gate->read = (struct disk_read){.work.delivery = delivery, .fd = fd, .file = gate->file,
+					 .offset = offset, .length = length, .first = first};
 	if (disk_io_submit(gate->io, &gate->read->work, disk_read_run, gate->lane, TASK_CONTINUE) <
 	    0) {
 		exchange_wait_cancel(gate->exchange);

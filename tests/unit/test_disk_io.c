@@ -1,7 +1,8 @@
 /*
  * Unit tests for server/media/disk_io.h, on real files in a temporary
  * directory: the residency check tells cached from evicted bytes (and never
- * reads); a read-ahead brings a window in; an open resolves below the roots
+ * reads); a read-ahead brings a window in, looking at its pages or walking
+ * them; an open resolves below the roots
  * and reports the filesystem; a check fstats and stats; the lanes follow the
  * roots as written; segments close their descriptors through the pool, off
  * the caller's thread; and the work is handed back through the owner's event.
@@ -187,6 +188,42 @@ static void test_a_read_ahead_brings_exactly_its_window_in(void **state)
 	evbuffer_file_segment_free(track.segment);
 }
 
+/* Given the file, a read waits for the window's last page and looks at the rest: the same. */
+static void test_a_read_that_can_see_the_pages_brings_exactly_its_window_in(void **state)
+{
+	struct fixture *fixture = *state;
+	struct tracked track = track_open(fixture);
+	evict(track.fd);
+	struct disk_read read = {.fd = track.fd, .file = track.file, .offset = WINDOW + 4096 + 7,
+				 .length = WINDOW, .first = true};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_CONTINUE);
+	assert_int_equal(read.error_number, 0);
+	assert_int_equal(read.read, WINDOW);
+	assert_int_equal(disk_residency(track.file, read.offset, WINDOW), DISK_CACHED);
+	assert_int_equal(disk_residency(track.file, 3 * WINDOW, WINDOW), DISK_NOT_CACHED);
+	/* Past the end: what there is, as without the file. */
+	read = (struct disk_read){.fd = track.fd, .file = track.file, .offset = FILE_SIZE - 100,
+				  .length = WINDOW};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_CONTINUE);
+	assert_int_equal(read.error_number, 0);
+	assert_int_equal(read.read, 100);
+	/* A window whose last page is in and the rest not is read whole all the same. */
+	evict(track.fd);
+	assert_int_equal(posix_fadvise(track.fd, 0, 0, POSIX_FADV_RANDOM), 0); /* this page only: */
+	char byte;
+	assert_int_equal(pread(track.fd, &byte, 1, 2 * WINDOW - 1), 1);
+	assert_int_equal(disk_residency(track.file, WINDOW, WINDOW), DISK_NOT_CACHED);
+	read = (struct disk_read){.fd = track.fd, .file = track.file, .offset = WINDOW,
+				  .length = WINDOW};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_CONTINUE);
+	assert_int_equal(read.read, WINDOW);
+	assert_int_equal(disk_residency(track.file, WINDOW, WINDOW), DISK_CACHED);
+	struct metrics_disk_snapshot stats;
+	disk_io_collect(fixture->io, &stats);
+	assert_int_equal(stats.read_ahead_bytes, 2 * WINDOW + 100);
+	evbuffer_file_segment_free(track.segment);
+}
+
 static void test_a_read_past_the_end_reads_what_there_is(void **state)
 {
 	struct fixture *fixture = *state;
@@ -329,6 +366,8 @@ int main(void)
 			test_evicted_bytes_are_not_cached_and_checking_reads_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_read_ahead_brings_exactly_its_window_in, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_a_read_that_can_see_the_pages_brings_exactly_its_window_in, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_read_past_the_end_reads_what_there_is, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_failed_read_says_why, setup, teardown),
