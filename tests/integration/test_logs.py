@@ -2,6 +2,7 @@
 logrotate can rename them; under load no line is lost, doubled or split across the renames;
 config/musicd.logrotate, run by the real logrotate, rotates a running musicd's logs."""
 
+import fcntl
 import grp
 import os
 import pathlib
@@ -329,6 +330,13 @@ def test_a_408_logs_the_request_line_it_had_and_dash_for_none(musicd, tmp_path):
 
 
 # -- a log nobody reads -------------------------------------------------------------------------
+def page_pipe():
+    """A pipe (read end, write end) that holds one page: full after 4 KiB nobody reads."""
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    return read_end, write_end
+
+
 def read_waiting(fd, into):
     """Appends to into what the pipe fd (non-blocking) holds now."""
     try:
@@ -350,10 +358,8 @@ def test_an_access_log_nobody_reads_holds_no_request(musicd, tmp_path):
     (Before the writer thread the worker waited in write(2) once the pipe was full: the third
     request or so was never answered.)"""
     from test_metrics import scrape
-    read_end, write_end = os.pipe()
+    read_end, write_end = page_pipe()
     try:
-        import fcntl
-        fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: full after a page
         server = musicd.start(access_log="-", stdout=write_end,
                               extra_args=["--workers", "1"])
     finally:
@@ -408,12 +414,10 @@ def test_an_error_log_nobody_reads_holds_no_request(musicd, tmp_path):
     writer's buffer are dropped and counted, and once stderr is read again every kept line comes
     out whole, with the count of those dropped. (Before the writer thread the database threads
     waited in write(2) once the pipe was full, and so did every lookup.)"""
-    import fcntl
     from bson import ObjectId
     from test_metrics import scrape
-    read_end, write_end = os.pipe()
+    read_end, write_end = page_pipe()
     try:
-        fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: full after a page
         server = musicd.start(stderr=write_end, access_log="off",
                               extra_args=["--workers", "1", "--log-level", "debug"])
     finally:
