@@ -290,6 +290,10 @@ static void disk(struct text *text, const struct metrics_disk_snapshot *disk)
 		"Windows read ahead, then found evicted from the page cache when their turn to be "
 		"sent came (read again).",
 		disk->evicted_sends);
+	counter(text, "musicd_disk_copied_sends_total",
+		"Windows evicted again and again before their send, then read into memory and sent "
+		"from there (the loops never read a track's storage).",
+		disk->copied_sends);
 	counter(text, "musicd_disk_refused_total",
 		"Track starts answered 503: no room in their lane's disk queue within "
 		"--disk-queue-timeout.",

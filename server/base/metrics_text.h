@@ -116,7 +116,7 @@ struct metrics_disk_snapshot {
 	unsigned lanes;					 /* media roots, then spool and other */
 	struct metrics_disk_lane lane[METRICS_DISK_LANES_MAX];
 	struct metrics_histogram_snapshot wait; /* from submit until a thread took it */
-	uint64_t read_ahead_bytes, evicted_sends, refused, read_errors;
+	uint64_t read_ahead_bytes, evicted_sends, copied_sends, refused, read_errors;
 };
 
 /* The logs whose dropped lines a scrape counts (base/log_writer.h). */

@@ -23,6 +23,9 @@
  * before it are mostly in by then. Only a window not whole then (or a file
  * the check cannot see into) is walked page by page by sendfile to /dev/null,
  * which waits until every page is in.
+ *
+ * A copy (disk_read.into): the range read into memory with pread, for a
+ * window the page cache could not keep until its send (disk_gate.c).
  */
 #include "media/disk_io.h"
 
@@ -103,7 +106,7 @@ struct disk_io {
 	struct task_pool *pool;
 	struct closing closing[TASK_POOL_LANES_MAX];
 	int null_fd; /* /dev/null, where read-aheads send what they bring in */
-	_Atomic uint64_t read_ahead_bytes, evicted_sends, refused, read_errors;
+	_Atomic uint64_t read_ahead_bytes, evicted_sends, copied_sends, refused, read_errors;
 	unsigned lanes;
 };
 
@@ -371,14 +374,42 @@ static bool came_in_whole(struct disk_io *io, const struct disk_read *read)
 	return moved == 1 && disk_residency(read->file, read->offset, read->length) == DISK_CACHED;
 }
 
+/*
+ * What is left of the read, a step at a time: into memory (disk_read.into),
+ * or into the page cache by a sendfile to /dev/null, which waits for each page.
+ */
+static void read_rest(struct disk_io *io, struct disk_read *read)
+{
+	while (read->read < read->length) {
+		uint64_t left = read->length - read->read;
+		off_t position = (off_t)(read->offset + read->read);
+		ssize_t moved = read->into != NULL
+					? pread(read->fd, read->into + read->read, (size_t)left, position)
+					: sendfile(io->null_fd, read->fd, &position,
+						   left < READ_STEP ? (size_t)left : READ_STEP);
+		if (moved < 0 && errno == EINTR)
+			continue;
+		if (moved < 0) {
+			read->error_number = errno;
+			atomic_fetch_add_explicit(&io->read_errors, 1, memory_order_relaxed);
+			return;
+		}
+		if (moved == 0)
+			return; /* the file is shorter than it was: the send finds out */
+		read->read += (uint64_t)moved;
+	}
+}
+
 void disk_read_run(struct disk_work *work)
 {
 	struct disk_read *read = (struct disk_read *)work;
 	struct disk_io *io = work->io;
-	off_t position = (off_t)read->offset;
-	uint64_t left = read->length;
 	read->read = 0;
 	read->error_number = 0;
+	if (read->into != NULL) {
+		read_rest(io, read); /* a copy: what the page cache could not keep until its send */
+		return;
+	}
 	/* Read in order from start to end: the kernel reads further ahead for such files. Given
 	 * here, where the reading is, and not at the open: a file whose bytes are all cached is
 	 * never read, and its open on the loop costs a syscall less. */
@@ -389,31 +420,20 @@ void disk_read_run(struct disk_work *work)
 		posix_fadvise(read->fd, (off_t)(read->offset + step), (off_t)length,
 			      POSIX_FADV_WILLNEED);
 	}
-	if (came_in_whole(io, read)) {
+	if (came_in_whole(io, read))
 		read->read = read->length;
-		left = 0;
-	}
-	while (left > 0) {
-		ssize_t moved = sendfile(io->null_fd, read->fd, &position,
-					 left < READ_STEP ? (size_t)left : READ_STEP);
-		if (moved < 0 && errno == EINTR)
-			continue;
-		if (moved < 0) {
-			read->error_number = errno;
-			atomic_fetch_add_explicit(&io->read_errors, 1, memory_order_relaxed);
-			break;
-		}
-		if (moved == 0)
-			break; /* the file is shorter than it was: the send finds out */
-		read->read += (uint64_t)moved;
-		left -= (uint64_t)moved;
-	}
+	read_rest(io, read);
 	atomic_fetch_add_explicit(&io->read_ahead_bytes, read->read, memory_order_relaxed);
 }
 
 void disk_io_count_evicted(struct disk_io *io)
 {
 	atomic_fetch_add_explicit(&io->evicted_sends, 1, memory_order_relaxed);
+}
+
+void disk_io_count_copied(struct disk_io *io)
+{
+	atomic_fetch_add_explicit(&io->copied_sends, 1, memory_order_relaxed);
 }
 
 void disk_io_count_refused(struct disk_io *io)
@@ -586,6 +606,7 @@ void disk_io_collect(struct disk_io *io, struct metrics_disk_snapshot *out)
 	out->wait = pool.wait;
 	out->read_ahead_bytes = atomic_load_explicit(&io->read_ahead_bytes, memory_order_relaxed);
 	out->evicted_sends = atomic_load_explicit(&io->evicted_sends, memory_order_relaxed);
+	out->copied_sends = atomic_load_explicit(&io->copied_sends, memory_order_relaxed);
 	out->refused = atomic_load_explicit(&io->refused, memory_order_relaxed);
 	out->read_errors = atomic_load_explicit(&io->read_errors, memory_order_relaxed);
 }

@@ -148,6 +148,8 @@ struct disk_read {
 	int fd;
 	struct disk_file *file; /* fd's: which pages are in; NULL: each page is waited for in turn */
 	uint64_t offset, length;
+	char *into;	  /* non-NULL: the bytes are copied into it (length of them), not read
+			     ahead: a window whose pages went again and again before its send */
 	bool first;	  /* a stream's first read: the file is told it will be read in order */
 	uint64_t read;	  /* out: bytes brought in */
 	int error_number; /* out: 0, or why the read failed */
@@ -157,6 +159,7 @@ void disk_read_run(struct disk_work *work);
 /* --- Counted by the owners of the windows, on their loops --- */
 
 void disk_io_count_evicted(struct disk_io *io);
+void disk_io_count_copied(struct disk_io *io);
 void disk_io_count_refused(struct disk_io *io);
 
 /* --- Closing --- */

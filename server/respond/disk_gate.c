@@ -6,7 +6,9 @@
  *   a read of it under way            -> wait for that read
  *   read already, and gone again      -> counted as evicted, read again
  *                                        (up to EVICTIONS_MAX times a window:
- *                                        then it is sent as it is)
+ *                                        then the range is copied into memory
+ *                                        on the pool and sent from there, so
+ *                                        the loop never reads the storage)
  *   not in the cache                  -> read it (and what follows, up to a
  *                                        window), then send it
  *
@@ -19,10 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
 #include "base/log.h"
 #include "wire/wait.h"
 
-/* Times one window is read again after its pages were evicted before it is sent anyway. */
+/* Times one window is read again after its pages were evicted, before it is copied instead. */
 #define EVICTIONS_MAX 2
 
 /* Kept small: a listener of a long track holds one for as long as it plays. */
@@ -34,6 +38,8 @@ struct disk_gate {
 	void (*release)(void *owner); /* the keeper's, and what it keeps: held until the gate goes */
 	void *owner;
 	uint64_t read_from, read_to; /* what the last read brought in: [from, to), empty when equal */
+	char *copy;		    /* [copy_from, copy_to) in memory, not yet sent; NULL: none */
+	uint64_t copy_from, copy_to;
 	uint64_t evicted_at;	    /* the window found evicted last, and how often */
 	uint32_t window;
 	uint16_t lane;
@@ -48,6 +54,7 @@ static void gate_unref(struct disk_gate *gate)
 	if (--gate->refs > 0)
 		return;
 	gate->release(gate->owner);
+	free(gate->copy);
 	free(gate->read);
 	free(gate);
 }
@@ -62,27 +69,45 @@ static void on_read_done(struct exchange *exchange, void *arg)
 {
 	struct disk_gate *gate = arg;
 	struct disk_read *read = gate->read;
+	char *copy = read->into;
+	read->into = NULL;
 	gate->reading = false;
 	bool feeding = gate->feeding;
-	if (read->work.skipped || read->error_number != 0) {
+	if (read->work.skipped || read->error_number != 0 || (copy != NULL && read->read == 0)) {
 		if (feeding)
 			log_error("reading a track's window at %llu: %s; closing the connection",
 				  (unsigned long long)read->offset,
-				  read->work.skipped ? "stopping" : strerror(read->error_number));
+				  read->work.skipped	     ? "stopping"
+				  : read->error_number != 0 ? strerror(read->error_number)
+							     : "the file is shorter than it was");
+		free(copy);
 		gate_unref(gate);
 		if (feeding)
 			exchange_stream_abort(exchange); /* the client sees a short body, never wrong bytes */
 		return;
 	}
-	gate->read_from = read->offset;
-	gate->read_to = read->offset + read->read;
+	if (copy != NULL) {
+		disk_io_count_copied(gate->io);
+		free(gate->copy);
+		gate->copy = copy;
+		gate->copy_from = read->offset;
+		gate->copy_to = read->offset + read->read;
+	} else {
+		gate->read_from = read->offset;
+		gate->read_to = read->offset + read->read;
+	}
 	gate_unref(gate);
 	if (feeding)
 		exchange_window_arrived(exchange);
 }
 
-/* Starts reading [offset, offset + length) of fd; false when it cannot be asked for. */
-static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t length)
+/*
+ * Starts reading [offset, offset + length) of fd, into the page cache, or
+ * into memory at into (given to the gate at the read's end); false when it
+ * cannot be asked for (into is the caller's again).
+ */
+static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t length,
+		       char *into)
 {
 	/* Most streams never need one: every window of a cached track is in memory. */
 	bool first = gate->read == NULL; /* the stream's first read tells the file it is read in order */
@@ -92,7 +117,8 @@ static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t
 	if (delivery == NULL)
 		return false;
 	*gate->read = (struct disk_read){.work.delivery = delivery, .fd = fd, .file = gate->file,
-					 .offset = offset, .length = length, .first = first};
+					 .offset = offset, .length = length, .into = into,
+					 .first = first};
 	if (disk_io_submit(gate->io, &gate->read->work, disk_read_run, gate->lane, TASK_CONTINUE) <
 	    0) {
 		exchange_wait_cancel(gate->exchange);
@@ -118,23 +144,60 @@ static bool in_memory(const struct disk_gate *gate, int fd, uint64_t offset, uin
 	return false;
 }
 
-static int gate_ready(void *arg, int fd, uint64_t offset, uint64_t length, uint64_t ahead)
+/* Puts the copy's bytes from offset on, up to length, on output; false if out of memory. */
+static bool send_copy(struct disk_gate *gate, uint64_t offset, uint64_t length,
+		      struct evbuffer *output)
+{
+	uint64_t left = gate->copy_to - offset;
+	uint64_t part = length < left ? length : left;
+	if (evbuffer_add(output, gate->copy + (offset - gate->copy_from), (size_t)part) < 0)
+		return false;
+	if (part == left) {
+		free(gate->copy);
+		gate->copy = NULL;
+	}
+	return true;
+}
+
+/*
+ * Memory this short (the window went EVICTIONS_MAX times): [offset, offset +
+ * length) is read into memory, where nothing evicts it. Out of memory, the
+ * feed is told nothing was put on its output, and the answer fails.
+ */
+static enum feed_gate_say copy_instead(struct disk_gate *gate, int fd, uint64_t offset,
+				       uint64_t length)
+{
+	char *into = malloc((size_t)length);
+	if (into != NULL && start_read(gate, fd, offset, length, into))
+		return FEED_GATE_WAIT;
+	free(into);
+	return FEED_GATE_COPIED;
+}
+
+static enum feed_gate_say gate_ready(void *arg, int fd, uint64_t offset, uint64_t length,
+				     uint64_t ahead, struct evbuffer *output)
 {
 	struct disk_gate *gate = arg;
+	if (gate->copy != NULL && offset >= gate->copy_from && offset < gate->copy_to) {
+		send_copy(gate, offset, length, output); /* nothing put: out of memory */
+		return FEED_GATE_COPIED;
+	}
 	if (!in_memory(gate, fd, offset, length)) {
 		if (gate->reading)
-			return 0; /* looked at again once the read under way is in */
+			return FEED_GATE_WAIT; /* looked at again once the read under way is in */
 		if (was_read(gate, fd, offset, length)) {
 			/* Read ahead, and evicted before its turn: read again, a few times. */
 			disk_io_count_evicted(gate->io);
 			gate->evictions = gate->evicted_at == offset ? gate->evictions + 1 : 1;
 			gate->evicted_at = offset;
 			if (gate->evictions > EVICTIONS_MAX)
-				return 1; /* memory this short: sent as it is, the loop reads it */
+				return copy_instead(gate, fd, offset, length);
 		}
 		/* This window and what follows it, up to a window in all. */
 		uint64_t more = length + ahead < gate->window ? length + ahead : gate->window;
-		return start_read(gate, fd, offset, more > length ? more : length) ? 0 : 1;
+		return start_read(gate, fd, offset, more > length ? more : length, NULL)
+			       ? FEED_GATE_WAIT
+			       : FEED_GATE_SEND;
 	}
 	/*
 	 * These bytes go now. What follows them is read ahead while they are sent,
@@ -148,9 +211,9 @@ static int gate_ready(void *arg, int fd, uint64_t offset, uint64_t length, uint6
 	if (!gate->reading && read_to < end && read_to - sent_to < gate->window / 2) {
 		uint64_t next_length = end - read_to < gate->window ? end - read_to : gate->window;
 		if (!in_memory(gate, fd, read_to, next_length))
-			start_read(gate, fd, read_to, next_length);
+			start_read(gate, fd, read_to, next_length, NULL);
 	}
-	return 1;
+	return FEED_GATE_SEND;
 }
 
 static void gate_release(void *arg)

@@ -6,7 +6,9 @@
  * and the body goes on once it is there. While a window is sent, the next
  * one is read ahead, so a stream on a slow disk has one window on the wire
  * and one coming. A window read ahead and found evicted before its send is
- * counted (musicd_disk_evicted_sends_total) and read again.
+ * counted (musicd_disk_evicted_sends_total) and read again; evicted a third
+ * time, the range is read into memory on the pool and sent from there
+ * (musicd_disk_copied_sends_total), so the loop never reads the storage.
  *
  * Ownership: the gate is held by the response's feed (released when the
  * response ends) and by its read in flight (until the read's delivery has

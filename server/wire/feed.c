@@ -253,14 +253,24 @@ static int64_t move_to(struct feed *feed, uint64_t length)
 			if (take > feed->window)
 				take = feed->window;
 			uint64_t from = piece->offset + feed->next_done;
-			if (feed->gate.ready != NULL &&
-			    !feed->gate.ready(feed->gate.arg, piece->fd, from, take,
-					      piece->length - feed->next_done - take)) {
+			enum feed_gate_say say = FEED_GATE_SEND;
+			size_t before = evbuffer_get_length(feed->output);
+			if (feed->gate.ready != NULL)
+				say = feed->gate.ready(feed->gate.arg, piece->fd, from, take,
+						       piece->length - feed->next_done - take,
+						       feed->output);
+			if (say == FEED_GATE_WAIT) {
 				feed->awaiting_gate = true;
 				break;
 			}
-			added = evbuffer_add_file_segment(feed->output, piece->segment,
-							  (ev_off_t)from, (ev_off_t)take);
+			if (say == FEED_GATE_COPIED) {
+				uint64_t copied = evbuffer_get_length(feed->output) - before;
+				added = copied > 0 && copied <= take ? 0 : -1;
+				take = copied;
+			} else {
+				added = evbuffer_add_file_segment(feed->output, piece->segment,
+								  (ev_off_t)from, (ev_off_t)take);
+			}
 		} else {
 			added = evbuffer_remove_buffer(feed->texts, feed->output, (size_t)take) ==
 					(int)take

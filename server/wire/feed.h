@@ -40,14 +40,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The disk's say on a file range (feed_gate_fn). */
+enum feed_gate_say {
+	FEED_GATE_WAIT,	  /* not yet: the gate brings the bytes in, then runs the feed again
+			     through its owner */
+	FEED_GATE_SEND,	  /* the range may be sent from the file now */
+	FEED_GATE_COPIED, /* the gate put the range's first bytes (one at least) on output from
+			     a copy in memory: the feed counts them as sent from the file; no
+			     growth of output is out of memory */
+};
+
 /*
- * The disk's say on a file range: 1 when bytes [offset, offset + length) of
- * fd may be sent from the loop now; 0 when not yet (the gate is bringing
- * them in, and calls feed_run through its owner once they are there).
- * ahead: the body's bytes in this file after the range, which the gate may
- * start bringing in meanwhile.
+ * The disk's say on bytes [offset, offset + length) of fd, next to go to
+ * output. ahead: the body's bytes in this file after the range, which the
+ * gate may start bringing in meanwhile.
  */
-typedef int (*feed_gate_fn)(void *arg, int fd, uint64_t offset, uint64_t length, uint64_t ahead);
+typedef enum feed_gate_say (*feed_gate_fn)(void *arg, int fd, uint64_t offset, uint64_t length,
+					   uint64_t ahead, struct evbuffer *output);
 
 /*
  * The gate also keeps the files of the body's segments open until its release

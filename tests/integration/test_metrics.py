@@ -65,6 +65,7 @@ FAMILIES = {
     "musicd_disk_tasks": "counter",
     "musicd_disk_read_ahead_bytes": "counter",
     "musicd_disk_evicted_sends": "counter",
+    "musicd_disk_copied_sends": "counter",
     "musicd_disk_refused": "counter",
     "musicd_disk_read_errors": "counter",
     "musicd_build_info": "gauge",

@@ -14,6 +14,7 @@ cold downloads were still hung), not wall-clock thresholds. Skipped where the ma
 mount (no /dev/fuse, not root).
 """
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -164,6 +165,79 @@ def test_evicted_windows_are_counted_read_again_and_the_body_stays_exact(musicd,
     assert_track(download.response, slow.big)
     evicted = scrape(server).value("musicd_disk_evicted_sends_total") - before
     assert evicted > 0, "no window was found evicted before its send"
+
+
+@contextlib.contextmanager
+def memory_limited(pid, limit):
+    """pid in a memory cgroup of its own, limited to limit bytes, as a container's limit does
+    (its page cache counted in), until the end of the block; skips where the machine gives
+    no such cgroup (cgroup v1's memory controller, or v2's memory.max, writable here)."""
+    parent = None
+    for line in open("/proc/self/cgroup").read().splitlines():
+        number, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(",") and os.path.isdir("/sys/fs/cgroup/memory"):
+            parent, limit_file = "/sys/fs/cgroup/memory" + path, "memory.limit_in_bytes"
+        elif number == "0" and parent is None:
+            for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                if os.path.exists(os.path.join(root, "cgroup.controllers")):
+                    parent, limit_file = root + path, "memory.max"
+                    break
+    child = os.path.join(parent or "/nonexistent", f"musicd-test-{os.getpid()}-{pid}")
+    try:
+        os.mkdir(child)
+    except OSError as e:
+        pytest.skip(f"no memory cgroup can be made here: {e}")
+    try:
+        if not os.path.exists(os.path.join(child, limit_file)):
+            pytest.skip(f"{parent} gives its children no memory controller")
+        with open(os.path.join(child, limit_file), "w") as f:
+            f.write(str(limit))
+        with open(os.path.join(child, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+        yield
+    finally:
+        # Back where it was (the server ends later), so that the cgroup can go.
+        for left in open(os.path.join(child, "cgroup.procs")).read().split():
+            with contextlib.suppress(OSError), open(os.path.join(parent, "cgroup.procs"), "w") as f:
+                f.write(left)
+        os.rmdir(child)
+
+
+def test_windows_evicted_again_and_again_are_sent_from_memory_never_read_on_the_loop(
+        musicd, slow_library):
+    slow = slow_library
+    # A memory limit below what the four streams' windows need (a container's, too small): the
+    # kernel takes a window's pages back before their send, again after each read, and after
+    # two reads the gate copies the range into memory on a disk thread; the worker sends that
+    # copy, where the gate of before sent the range from the file: the worker's sendfile then
+    # read the mount itself. 4 MiB and 128 KiB windows: evictions in every round here, and
+    # room for the copies (a tighter limit has the kernel kill musicd for its own memory).
+    if SANITIZED:
+        pytest.skip("a sanitizer's own memory (shadow, quarantine) does not fit a 4 MiB limit")
+    server = start(musicd, slow, "--disk-window", "131072")  # copies of 128 KiB at most
+    before = {name: scrape(server).value(name) for name in
+              ("musicd_disk_evicted_sends_total", "musicd_disk_copied_sends_total")}
+    copied = 0
+    with memory_limited(server.pid, 4 * 2**20):
+        for _ in range(10):  # each round four cold tracks at once, a second or less
+            for track in slow.cold:
+                slow.fs.drop_cache(track.path.name)
+            downloads = [Download(server, track) for track in slow.cold]
+            for d in downloads:
+                d.start()
+            for d in downloads:
+                d.join(scaled(60))
+                assert d.error is None, d.error
+                assert_track(d.response, slow.big)
+            copied = scrape(server).value("musicd_disk_copied_sends_total") - \
+                before["musicd_disk_copied_sends_total"]
+            if copied > 0:
+                break
+    evicted = scrape(server).value("musicd_disk_evicted_sends_total") - \
+        before["musicd_disk_evicted_sends_total"]
+    assert evicted > 0, "no window was evicted before its send under the memory limit"
+    assert copied > 0, f"{evicted} evictions, and no window was copied into memory"
+    assert_track(get(server, slow.cached), slow.library.media.short.read_bytes())
 
 
 # -- a slow mount holds only its own requests -------------------------------------------------

@@ -304,6 +304,30 @@ static void test_a_read_past_the_end_reads_what_there_is(void **state)
 	close(fd);
 }
 
+static void test_a_copy_reads_its_range_into_memory_and_no_further(void **state)
+{
+	struct fixture *fixture = *state;
+	int fd = open_track(fixture);
+	static char into[WINDOW + 1];
+	into[WINDOW - 100] = 'x'; /* past the end of the file: never written */
+	struct disk_read read = {.fd = fd, .offset = 4097, .length = 100000, .into = into};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_CONTINUE);
+	assert_int_equal(read.error_number, 0);
+	assert_int_equal(read.read, 100000);
+	for (size_t i = 0; i < 100000; i++)
+		assert_int_equal(into[i], (char)(((4097 + i) % 65536) * 7));
+	read = (struct disk_read){.fd = fd, .offset = FILE_SIZE - 100, .length = WINDOW,
+				  .into = into};
+	run_on_pool(fixture, &read.work, disk_read_run, 0, TASK_CONTINUE);
+	assert_int_equal(read.error_number, 0);
+	assert_int_equal(read.read, 100);
+	assert_int_equal(into[WINDOW - 100], 'x');
+	struct metrics_disk_snapshot stats;
+	disk_io_collect(fixture->io, &stats);
+	assert_int_equal(stats.read_ahead_bytes, 0); /* a copy brings nothing in ahead */
+	close(fd);
+}
+
 static void test_a_failed_read_says_why(void **state)
 {
 	struct fixture *fixture = *state;
@@ -441,6 +465,8 @@ int main(void)
 		    test_a_read_that_sees_the_pages_leaves_them_off_the_active_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_read_past_the_end_reads_what_there_is, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_a_copy_reads_its_range_into_memory_and_no_further,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_failed_read_says_why, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_an_open_resolves_below_a_root_and_knows_its_filesystem, setup, teardown),
