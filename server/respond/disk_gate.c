@@ -161,8 +161,7 @@ static bool send_copy(struct disk_gate *gate, uint64_t offset, uint64_t length,
 
 /*
  * Memory this short (the window went EVICTIONS_MAX times): [offset, offset +
- * length) is read into memory, where nothing evicts it. Out of memory, the
- * feed is told nothing was put on its output, and the answer fails.
+ * length) is read into memory, where nothing evicts it.
  */
 static enum feed_gate_say copy_instead(struct disk_gate *gate, int fd, uint64_t offset,
 				       uint64_t length)
@@ -171,17 +170,15 @@ static enum feed_gate_say copy_instead(struct disk_gate *gate, int fd, uint64_t 
 	if (into != NULL && start_read(gate, fd, offset, length, into))
 		return FEED_GATE_WAIT;
 	free(into);
-	return FEED_GATE_COPIED;
+	return FEED_GATE_FAILED;
 }
 
 static enum feed_gate_say gate_ready(void *arg, int fd, uint64_t offset, uint64_t length,
 				     uint64_t ahead, struct evbuffer *output)
 {
 	struct disk_gate *gate = arg;
-	if (gate->copy != NULL && offset >= gate->copy_from && offset < gate->copy_to) {
-		send_copy(gate, offset, length, output); /* nothing put: out of memory */
-		return FEED_GATE_COPIED;
-	}
+	if (gate->copy != NULL && offset >= gate->copy_from && offset < gate->copy_to)
+		return send_copy(gate, offset, length, output) ? FEED_GATE_COPIED : FEED_GATE_FAILED;
 	if (!in_memory(gate, fd, offset, length)) {
 		if (gate->reading)
 			return FEED_GATE_WAIT; /* looked at again once the read under way is in */
@@ -197,7 +194,7 @@ static enum feed_gate_say gate_ready(void *arg, int fd, uint64_t offset, uint64_
 		uint64_t more = length + ahead < gate->window ? length + ahead : gate->window;
 		return start_read(gate, fd, offset, more > length ? more : length, NULL)
 			       ? FEED_GATE_WAIT
-			       : FEED_GATE_SEND;
+			       : FEED_GATE_FAILED;
 	}
 	/*
 	 * These bytes go now. What follows them is read ahead while they are sent,

@@ -263,6 +263,8 @@ static int64_t move_to(struct feed *feed, uint64_t length)
 				feed->awaiting_gate = true;
 				break;
 			}
+			if (say == FEED_GATE_FAILED)
+				return -1;
 			if (say == FEED_GATE_COPIED) {
 				uint64_t copied = evbuffer_get_length(feed->output) - before;
 				added = copied > 0 && copied <= take ? 0 : -1;

@@ -46,8 +46,9 @@ enum feed_gate_say {
 			     through its owner */
 	FEED_GATE_SEND,	  /* the range may be sent from the file now */
 	FEED_GATE_COPIED, /* the gate put the range's first bytes (one at least) on output from
-			     a copy in memory: the feed counts them as sent from the file; no
-			     growth of output is out of memory */
+			     a copy in memory: the feed counts them as sent from the file */
+	FEED_GATE_FAILED, /* the bytes cannot be brought in (out of memory, the pool stopped):
+			     the answer fails, rather than the loop reading the storage */
 };
 
 /*
