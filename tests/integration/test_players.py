@@ -169,9 +169,10 @@ def test_curl_resume_of_a_complete_file_is_a_no_op(server, big, tmp_path):
 
 SEEK_FRACTION = 0.9
 PLAYED_BEFORE_SEEK_MAX = 1.0  # seconds gst-play may print before its -s seek lands
-# gst-play's -s seek is not accurate: it lands on an Ogg page before the asked time (1.8 s
-# before it, once, through Varnish)
-GST_SEEK_TOLERANCE = 3.0
+# gst-play's -s seek is not accurate: oggdemux's bisection settles on a page before the asked
+# time, and this track's pages are 1.02 s each (1.8 s before it, once, through Varnish; 3.8 s,
+# four pages, once in a clean-clone run against the ASan build, which passed alone 3 of 3)
+GST_SEEK_TOLERANCE = 4.5
 POSITION_TOLERANCE = 1.5      # seconds between the asked and the reported position
 DURATION_TOLERANCE = 0.5
 GST_DURATION_TOLERANCE = 1.5  # gst-play-1.0 says 7:59.0 for ffprobe's 480.0 s of Vorbis
