@@ -254,11 +254,13 @@ static int64_t move_to(struct feed *feed, uint64_t length)
 				take = feed->window;
 			uint64_t from = piece->offset + feed->next_done;
 			enum feed_gate_say say = FEED_GATE_SEND;
-			size_t before = evbuffer_get_length(feed->output);
-			if (feed->gate.ready != NULL)
+			size_t before = 0; /* the output's length, for what a gate puts on it */
+			if (feed->gate.ready != NULL) {
+				before = evbuffer_get_length(feed->output);
 				say = feed->gate.ready(feed->gate.arg, piece->fd, from, take,
 						       piece->length - feed->next_done - take,
 						       feed->output);
+			}
 			if (say == FEED_GATE_WAIT) {
 				feed->awaiting_gate = true;
 				break;
