@@ -237,9 +237,15 @@ int task_pool_submit(struct task_pool *pool, struct task *task)
 		list_push(&lane->starts, task, TASK_IN_STARTS);
 	else
 		list_push(&lane->waiting, task, TASK_IN_WAITING);
-	if (task->where != TASK_IN_WAITING)
-		pthread_cond_signal(&pool->work);
+	bool takeable = task->where != TASK_IN_WAITING;
 	pthread_mutex_unlock(&pool->lock);
+	/*
+	 * Signalled after the unlock: the woken thread takes the lock at once
+	 * instead of waking to find it held (a futex wait and a wake more). The
+	 * pool outlives every submit (freed after its owners' loops end).
+	 */
+	if (takeable)
+		pthread_cond_signal(&pool->work);
 	return 0;
 }
 

@@ -129,6 +129,13 @@ static bool start_read(struct disk_gate *gate, int fd, uint64_t offset, uint64_t
 	return true;
 }
 
+/* Whether the read in flight asks for all of [offset, offset + length). */
+static bool reading_covers(const struct disk_gate *gate, uint64_t offset, uint64_t length)
+{
+	return gate->reading && offset >= gate->read->offset &&
+	       offset + length <= gate->read->offset + gate->read->length;
+}
+
 /* Whether [offset, offset + length) may be sent from the loop: in memory, or read just now. */
 static bool in_memory(const struct disk_gate *gate, int fd, uint64_t offset, uint64_t length)
 {
@@ -179,6 +186,13 @@ static enum feed_gate_say gate_ready(void *arg, int fd, uint64_t offset, uint64_
 	struct disk_gate *gate = arg;
 	if (gate->copy != NULL && offset >= gate->copy_from && offset < gate->copy_to)
 		return send_copy(gate, offset, length, output) ? FEED_GATE_COPIED : FEED_GATE_FAILED;
+	/*
+	 * The read under way brings these bytes: looked at once it is in (its
+	 * arrival runs the feed), not now: a look now costs a mincore a window
+	 * and would mostly find the window still coming.
+	 */
+	if (reading_covers(gate, offset, length))
+		return FEED_GATE_WAIT;
 	if (!in_memory(gate, fd, offset, length)) {
 		if (gate->reading)
 			return FEED_GATE_WAIT; /* looked at again once the read under way is in */
