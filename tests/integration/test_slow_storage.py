@@ -203,7 +203,7 @@ def memory_limited(pid, limit):
         os.rmdir(child)
 
 
-def test_windows_evicted_again_and_again_are_sent_from_memory_never_read_on_the_loop(
+def test_windows_evicted_again_and_again_are_copied_into_memory_and_sent_exact(
         musicd, slow_library):
     slow = slow_library
     # A memory limit below what eight streams' windows need (a container's, too small): the
